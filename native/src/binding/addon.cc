@@ -1,0 +1,75 @@
+// Module entry: loadModel, formula-weight generation, CPU capability report.
+#include <napi.h>
+
+#include <thread>
+
+#include "binding/model_wrap.h"
+#include "cpu/kernels.h"
+#include "formula/formula.h"
+
+namespace ee {
+namespace {
+
+// formulaTensor(name, numel, salt) -> Promise<Buffer> of numel bf16 values (little-endian).
+class FormulaWorker : public Napi::AsyncWorker {
+ public:
+  FormulaWorker(Napi::Env env, std::string name, uint64_t numel, uint32_t salt)
+      : Napi::AsyncWorker(env), name_(std::move(name)), numel_(numel), salt_(salt),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    data_.resize(numel_);
+    const uint64_t half = numel_ / 2;
+    std::thread t([&] { formula_fill(name_, salt_, 0, half, data_.data()); });
+    formula_fill(name_, salt_, half, numel_ - half, data_.data() + half);
+    t.join();
+  }
+  void OnOK() override {
+    deferred_.Resolve(Napi::Buffer<uint8_t>::Copy(Env(), reinterpret_cast<const uint8_t*>(data_.data()), data_.size() * 2));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::string name_;
+  uint64_t numel_;
+  uint32_t salt_;
+  std::vector<uint16_t> data_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Value FormulaTensor(const Napi::CallbackInfo& info) {
+  std::string name = info[0].As<Napi::String>().Utf8Value();
+  int64_t numel = info[1].As<Napi::Number>().Int64Value();
+  uint32_t salt = info.Length() > 2 ? info[2].As<Napi::Number>().Uint32Value() : 0;
+  if (numel < 0) throw Napi::RangeError::New(info.Env(), "numel must be >= 0");
+  auto* w = new FormulaWorker(info.Env(), std::move(name), uint64_t(numel), salt);
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("avx512bf16", cpu::select_kernels("avx512") != nullptr);
+  o.Set("avx2", cpu::select_kernels("avx2") != nullptr);
+  const cpu::Kernels* best = cpu::select_kernels("");
+  o.Set("best", best ? best->isa : "none");
+  o.Set("cores", double(std::thread::hardware_concurrency()));
+  return o;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("NativeModel", NativeModel::Init(env));
+  exports.Set("loadModel", Napi::Function::New(env, NativeModel::Load));
+  exports.Set("formulaTensor", Napi::Function::New(env, FormulaTensor));
+  exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
+  exports.Set("abiVersion", Napi::Number::New(env, 1));
+  return exports;
+}
+
+}  // namespace
+}  // namespace ee
+
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return ee::Init(env, exports); }
+
+NODE_API_MODULE(ernie_native, InitModule)

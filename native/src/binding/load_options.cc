@@ -1,0 +1,56 @@
+#include "binding/load_options.h"
+
+#include <thread>
+
+namespace ee {
+
+namespace {
+int get_int(const Napi::Object& o, const char* k, int dflt) {
+  Napi::Value v = o.Get(k);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : dflt;
+}
+}  // namespace
+
+LoadOptions parse_load_options(const Napi::Object& o) {
+  LoadOptions r;
+  Napi::Object c = o.Get("config").As<Napi::Object>();
+  ModelConfig& cfg = r.config;
+  cfg.vocab_size = get_int(c, "vocabSize", 0);
+  cfg.hidden_size = get_int(c, "hiddenSize", 0);
+  cfg.intermediate_size = get_int(c, "intermediateSize", 0);
+  cfg.num_layers = get_int(c, "numLayers", 0);
+  cfg.num_heads = get_int(c, "numHeads", 0);
+  cfg.num_kv_heads = get_int(c, "numKvHeads", 0);
+  cfg.head_dim = get_int(c, "headDim", 0);
+  cfg.rms_norm_eps = c.Get("rmsNormEps").As<Napi::Number>().FloatValue();
+  cfg.tie_word_embeddings = c.Get("tieWordEmbeddings").As<Napi::Boolean>().Value();
+  cfg.rope_interleaved = c.Get("ropeInterleaved").As<Napi::Boolean>().Value();
+  Napi::Float32Array inv = c.Get("invFreq").As<Napi::Float32Array>();
+  cfg.inv_freq.assign(inv.Data(), inv.Data() + inv.ElementLength());
+
+  Napi::Array ts = o.Get("tensors").As<Napi::Array>();
+  for (uint32_t i = 0; i < ts.Length(); ++i) {
+    Napi::Object t = ts.Get(i).As<Napi::Object>();
+    TensorSource s;
+    s.name = t.Get("name").As<Napi::String>().Utf8Value();
+    s.path = t.Get("path").As<Napi::String>().Utf8Value();
+    std::string dt = t.Get("dtype").As<Napi::String>().Utf8Value();
+    s.dtype = dt == "BF16" ? DType::BF16 : dt == "F16" ? DType::F16 : DType::F32;
+    Napi::Array shape = t.Get("shape").As<Napi::Array>();
+    for (uint32_t d = 0; d < shape.Length(); ++d) s.shape.push_back(shape.Get(d).As<Napi::Number>().Int64Value());
+    s.offset = uint64_t(t.Get("offset").As<Napi::Number>().Int64Value());
+    s.nbytes = uint64_t(t.Get("nbytes").As<Napi::Number>().Int64Value());
+    r.tensors.push_back(std::move(s));
+  }
+  r.threads = get_int(o, "threads", 0);
+  if (r.threads <= 0) r.threads = int(std::thread::hardware_concurrency());
+  r.kv_blocks = get_int(o, "kvBlocks", 0);
+  r.block_size = get_int(o, "blockSize", 16);
+  if (o.Has("isa") && o.Get("isa").IsString()) r.isa = o.Get("isa").As<Napi::String>().Utf8Value();
+  if (o.Has("precise") && o.Get("precise").IsBoolean()) r.precise = o.Get("precise").As<Napi::Boolean>().Value();
+  if (o.Has("copyWeights") && o.Get("copyWeights").IsBoolean())
+    r.copy_weights = o.Get("copyWeights").As<Napi::Boolean>().Value();
+  return r;
+}
+
+}  // namespace ee

@@ -1,0 +1,240 @@
+#include "binding/model_wrap.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "binding/load_options.h"
+#include "binding/membw.h"
+
+namespace ee {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+Napi::FunctionReference* g_ctor = nullptr;  // set once in Init; the env lives as long as the addon
+
+Status check_config(const ModelConfig& c) {
+  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 ||
+      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0)
+    return Status::error("config.json: every dimension must be a positive integer");
+  if (c.num_heads % c.num_kv_heads != 0)
+    return Status::error("config.json: num_attention_heads must be a multiple of num_key_value_heads");
+  if (c.head_dim % 2 != 0) return Status::error("config.json: head_dim must be even for RoPE");
+  if (int(c.inv_freq.size()) != c.head_dim / 2) return Status::error("internal: inv_freq must have head_dim/2 values");
+  return Status::ok();
+}
+
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, LoadOptions opts)
+      : Napi::AsyncWorker(env), opts_(std::move(opts)), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    if (Status st = check_config(opts_.config); !st.is_ok()) return SetError(st.message());
+    const cpu::Kernels* k = cpu::select_kernels(opts_.isa);
+    if (!k) return SetError("this CPU lacks the instruction set '" + (opts_.isa.empty() ? "avx2" : opts_.isa) + "'");
+    if (opts_.kv_blocks <= 0 || opts_.block_size <= 0) return SetError("kvBlocks and blockSize must be positive");
+    auto w = ModelWeights::load(opts_.config, opts_.tensors, opts_.copy_weights);
+    if (!w.is_ok()) return SetError(w.status().message());
+    auto kv = std::make_unique<KvCache>(opts_.config, opts_.kv_blocks, opts_.block_size);
+    if (!kv->ok()) return SetError("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
+    model_ = std::make_shared<LoadedModel>();
+    model_->pool = std::make_unique<ThreadPool>(opts_.threads);
+    model_->runner = std::make_unique<ModelRunner>(opts_.config, w.take(), std::move(kv), model_->pool.get(), k,
+                                                   opts_.precise);
+  }
+  void OnOK() override {
+    auto* holder = new std::shared_ptr<LoadedModel>(model_);
+    auto ext = Napi::External<std::shared_ptr<LoadedModel>>::New(
+        Env(), holder, [](Napi::Env, std::shared_ptr<LoadedModel>* p) { delete p; });
+    deferred_.Resolve(g_ctor->New({ext}));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  LoadOptions opts_;
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<LoadedModel> model_;
+};
+
+// Owned copies of one slice's inputs (JS typed arrays may change while the worker runs).
+struct SliceData {
+  std::vector<int32_t> tokens, blocks;
+  int start_pos = 0;
+  SeqSlice::Logits logits = SeqSlice::kNone;
+};
+
+class ForwardWorker : public Napi::AsyncWorker {
+ public:
+  ForwardWorker(Napi::Env env, std::shared_ptr<LoadedModel> m, std::vector<SliceData> s)
+      : Napi::AsyncWorker(env), m_(std::move(m)), s_(std::move(s)), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    std::vector<SeqSlice> batch;
+    for (auto& d : s_)
+      batch.push_back({d.tokens.data(), int(d.tokens.size()), d.start_pos, d.blocks.data(), int(d.blocks.size()), d.logits});
+    std::lock_guard<std::mutex> lock(m_->mu);
+    if (!m_->runner) return SetError("model is closed");
+    Status st = m_->runner->forward(batch, logits_);
+    if (!st.is_ok()) SetError(st.message());
+  }
+  void OnOK() override {
+    auto arr = Napi::Float32Array::New(Env(), logits_.size());
+    std::memcpy(arr.Data(), logits_.data(), logits_.size() * sizeof(float));
+    deferred_.Resolve(arr);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::shared_ptr<LoadedModel> m_;
+  std::vector<SliceData> s_;
+  std::vector<float> logits_;
+  Napi::Promise::Deferred deferred_;
+};
+
+// Greedy generation in one worker call (benchmarks, smoke tests): prefill in chunks, then decode.
+class GreedyWorker : public Napi::AsyncWorker {
+ public:
+  GreedyWorker(Napi::Env env, std::shared_ptr<LoadedModel> m, SliceData d, int max_new, int chunk)
+      : Napi::AsyncWorker(env), m_(std::move(m)), d_(std::move(d)), max_new_(max_new), chunk_(chunk),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(m_->mu);
+    if (!m_->runner) return SetError("model is closed");
+    ModelRunner& r = *m_->runner;
+    std::vector<float> logits;
+    auto t0 = Clock::now();
+    const int n = int(d_.tokens.size());
+    for (int s = 0; s < n; s += chunk_) {
+      const int len = std::min(chunk_, n - s);
+      SeqSlice sl{d_.tokens.data() + s, len, s, d_.blocks.data(), int(d_.blocks.size()),
+                  s + len == n ? SeqSlice::kLast : SeqSlice::kNone};
+      if (Status st = r.forward({sl}, logits); !st.is_ok()) return SetError(st.message());
+    }
+    prefill_ms_ = ms_since(t0);
+    auto t1 = Clock::now();
+    const int V = r.config().vocab_size;
+    for (int i = 0; i < max_new_; ++i) {
+      int32_t tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
+      out_.push_back(tok);
+      if (i + 1 == max_new_) break;
+      SeqSlice sl{&out_.back(), 1, n + i, d_.blocks.data(), int(d_.blocks.size()), SeqSlice::kLast};
+      if (Status st = r.forward({sl}, logits); !st.is_ok()) return SetError(st.message());
+    }
+    decode_ms_ = ms_since(t1);
+  }
+  void OnOK() override {
+    Napi::Object o = Napi::Object::New(Env());
+    auto arr = Napi::Int32Array::New(Env(), out_.size());
+    std::copy(out_.begin(), out_.end(), arr.Data());
+    o.Set("tokens", arr);
+    o.Set("prefillMs", prefill_ms_);
+    o.Set("decodeMs", decode_ms_);
+    deferred_.Resolve(o);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::shared_ptr<LoadedModel> m_;
+  SliceData d_;
+  int max_new_, chunk_;
+  std::vector<int32_t> out_;
+  double prefill_ms_ = 0, decode_ms_ = 0;
+  Napi::Promise::Deferred deferred_;
+};
+
+std::vector<int32_t> int32s(const Napi::Value& v) {
+  Napi::Int32Array a = v.As<Napi::Int32Array>();
+  return std::vector<int32_t>(a.Data(), a.Data() + a.ElementLength());
+}
+
+SliceData slice_from(const Napi::Object& o) {
+  SliceData d;
+  d.tokens = int32s(o.Get("tokens"));
+  d.blocks = int32s(o.Get("blockTable"));
+  d.start_pos = o.Has("startPos") ? o.Get("startPos").As<Napi::Number>().Int32Value() : 0;
+  int lg = o.Has("logits") ? o.Get("logits").As<Napi::Number>().Int32Value() : 1;
+  d.logits = lg == 2 ? SeqSlice::kAll : lg == 1 ? SeqSlice::kLast : SeqSlice::kNone;
+  return d;
+}
+
+}  // namespace
+
+Napi::Function NativeModel::Init(Napi::Env env) {
+  Napi::Function f = DefineClass(env, "NativeModel",
+                                 {InstanceMethod("info", &NativeModel::Info), InstanceMethod("forward", &NativeModel::Forward),
+                                  InstanceMethod("generateGreedy", &NativeModel::GenerateGreedy),
+                                  InstanceMethod("memoryBandwidth", &NativeModel::MemoryBandwidth),
+                                  InstanceMethod("close", &NativeModel::Close)});
+  g_ctor = new Napi::FunctionReference(Napi::Persistent(f));
+  return f;
+}
+
+NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
+  if (info.Length() != 1 || !info[0].IsExternal())
+    throw Napi::TypeError::New(info.Env(), "NativeModel is created by loadModel()");
+  model_ = *info[0].As<Napi::External<std::shared_ptr<LoadedModel>>>().Data();
+}
+
+Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsObject()) throw Napi::TypeError::New(info.Env(), "loadModel(options)");
+  auto* w = new LoadWorker(info.Env(), parse_load_options(info[0].As<Napi::Object>()));
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
+  if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
+  ModelRunner& r = *model_->runner;
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("isa", r.kernels().isa);
+  o.Set("threads", model_->pool->size());
+  o.Set("kvBlocks", r.kv().num_blocks());
+  o.Set("blockSize", r.kv().block_size());
+  o.Set("kvBytes", double(r.kv().bytes()));
+  o.Set("weightBytes", double(r.weights().matrix_bytes));
+  return o;
+}
+
+Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
+  if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
+  Napi::Array arr = info[0].As<Napi::Array>();
+  std::vector<SliceData> slices;
+  for (uint32_t i = 0; i < arr.Length(); ++i) slices.push_back(slice_from(arr.Get(i).As<Napi::Object>()));
+  auto* w = new ForwardWorker(info.Env(), model_, std::move(slices));
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value NativeModel::GenerateGreedy(const Napi::CallbackInfo& info) {
+  if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
+  SliceData d = slice_from(info[0].As<Napi::Object>());
+  int max_new = info[1].As<Napi::Number>().Int32Value();
+  int chunk = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 1 << 30;
+  if (max_new < 1 || chunk < 1 || d.tokens.empty()) throw Napi::RangeError::New(info.Env(), "bad generateGreedy arguments");
+  auto* w = new GreedyWorker(info.Env(), model_, std::move(d), max_new, chunk);
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value NativeModel::MemoryBandwidth(const Napi::CallbackInfo& info) {
+  if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
+  size_t bytes = size_t(info[0].As<Napi::Number>().Int64Value());
+  std::lock_guard<std::mutex> lock(model_->mu);
+  return Napi::Number::New(info.Env(), measure_read_bandwidth(*model_->pool, bytes));
+}
+
+Napi::Value NativeModel::Close(const Napi::CallbackInfo& info) {
+  model_.reset();  // in-flight workers hold their own reference
+  return info.Env().Undefined();
+}
+
+}  // namespace ee

@@ -1,0 +1,36 @@
+// NativeModel: the JS handle of a loaded model (weights + KV cache + runner). All model work runs
+// on libuv worker threads (Napi::AsyncWorker), never on the Node event loop; one call at a time
+// per model (the compute thread pool serves one caller), queued behind a mutex.
+#pragma once
+#include <napi.h>
+
+#include <memory>
+#include <mutex>
+
+#include "common/thread_pool.h"
+#include "model/model_runner.h"
+
+namespace ee {
+
+struct LoadedModel {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ModelRunner> runner;
+  std::mutex mu;  // serialises forward calls
+};
+
+class NativeModel : public Napi::ObjectWrap<NativeModel> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Value Load(const Napi::CallbackInfo& info);  // loadModel(opts) -> Promise<NativeModel>
+  explicit NativeModel(const Napi::CallbackInfo& info);
+
+ private:
+  Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value Forward(const Napi::CallbackInfo& info);
+  Napi::Value GenerateGreedy(const Napi::CallbackInfo& info);
+  Napi::Value MemoryBandwidth(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  std::shared_ptr<LoadedModel> model_;
+};
+
+}  // namespace ee

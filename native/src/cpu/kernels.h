@@ -1,0 +1,63 @@
+// CPU compute kernels behind a function table chosen once at start-up from the CPU's features
+// (AVX-512 + AVX512-BF16, else AVX2 + FMA). Only the model runner calls these.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/bf16.h"
+
+namespace ee::cpu {
+
+// GEMM activations, prepared once per input and shared by every weight matrix that reads it.
+// AVX512-BF16: x split into bf16 planes hi = bf16(x), lo = bf16(x - hi), rows padded to Kp (a
+// multiple of 32) with zeros; W·x = W·hi + W·lo keeps ~16 bits of x's mantissa (fp32-grade
+// results at bf16 dot-product speed). precise=false drops the lo plane (x rounded to bf16, as
+// llama.cpp does). AVX2: a plain fp32 copy of x.
+struct Act {
+  void* data = nullptr;
+  int M = 0, K = 0, Kp = 0;
+  bool precise = true;
+};
+
+struct AttnSeq {
+  const float* q;              // [n_tokens, num_heads*head_dim], RoPE applied
+  float* out;                  // [n_tokens, num_heads*head_dim]
+  int n_tokens;
+  int start_pos;               // position of q's first token; keys 0..start_pos+t are visible to token t
+  const int32_t* block_table;  // KV block ids covering positions 0..start_pos+n_tokens-1
+};
+
+struct AttnLayer {
+  const float* k_cache;  // [num_blocks, num_kv_heads, block_size, head_dim] fp32
+  const float* v_cache;  // same layout
+  int block_size;
+  int num_heads;
+  int num_kv_heads;
+  int head_dim;
+  float scale;           // head_dim^-0.5
+};
+
+struct Kernels {
+  const char* isa;
+  size_t (*act_bytes)(int M, int K);
+  // Prepares rows [m0, m1) of x [M, K] (row stride ldx) into a (act.data sized by act_bytes).
+  void (*prepare_act)(const float* x, int ldx, const Act& a, int m0, int m1);
+  // y[m, n] = sum_k x[m, k] * w[n, k] for all m < M and n in [n0, n1); w is bf16 [N, K].
+  // Every output is computed by the same instruction sequence whatever M, n0, n1 are, so results
+  // are bit-identical however a batch is composed or split across threads.
+  void (*gemm)(const Act& a, const bf16_t* w, int n0, int n1, float* y, int ldy);
+  void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out);
+  void (*silu_mul)(const float* gate, const float* up, int n, float* out);  // silu(gate) * up
+  void (*add_inplace)(float* x, const float* y, int n);
+  void (*bf16_to_f32)(const bf16_t* src, int n, float* dst);
+  // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: >= (num_heads
+  // / num_kv_heads) * (start_pos + t1) floats.
+  void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
+};
+
+// force: "avx512", "avx2" or nullptr/"" for the best the CPU supports. Returns nullptr when the
+// requested ISA is not supported by this CPU.
+const Kernels* select_kernels(const std::string& force);
+
+}  // namespace ee::cpu

@@ -1,0 +1,195 @@
+#include "model/model_runner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "common/assert.h"
+#include "model/rope.h"
+
+namespace ee {
+
+namespace {
+constexpr int kGemmRowsPerTask = 64;  // weight rows per GEMM task
+constexpr int kAttnTokensPerTask = 8; // query tokens per attention task in prefill
+}  // namespace
+
+ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
+                         ThreadPool* pool, const cpu::Kernels* kernels, bool precise)
+    : cfg_(std::move(cfg)), w_(std::move(weights)), kv_(std::move(kv)), pool_(pool), k_(kernels), precise_(precise) {
+  scores_.resize(size_t(pool_->size()));
+}
+
+Status ModelRunner::validate(const std::vector<SeqSlice>& batch) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SeqSlice& s = batch[i];
+    if (s.n_tokens <= 0 || s.start_pos < 0) return Status::error("slice " + std::to_string(i) + ": empty or negative");
+    for (int t = 0; t < s.n_tokens; ++t)
+      if (s.tokens[t] < 0 || s.tokens[t] >= cfg_.vocab_size)
+        return Status::error("token id " + std::to_string(s.tokens[t]) + " is outside the vocabulary [0, " +
+                             std::to_string(cfg_.vocab_size) + ")");
+    const int need = (s.start_pos + s.n_tokens + kv_->block_size() - 1) / kv_->block_size();
+    if (s.n_blocks < need)
+      return Status::error("slice " + std::to_string(i) + ": block table has " + std::to_string(s.n_blocks) +
+                           " blocks, needs " + std::to_string(need));
+    for (int b = 0; b < need; ++b)
+      if (s.block_table[b] < 0 || s.block_table[b] >= kv_->num_blocks())
+        return Status::error("slice " + std::to_string(i) + ": block id " + std::to_string(s.block_table[b]) +
+                             " out of range");
+  }
+  return Status::ok();
+}
+
+void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>& fn) {
+  const int tasks = (T + per_task - 1) / per_task;
+  pool_->run(tasks, [&](int task, int) { fn(task * per_task, std::min(T, (task + 1) * per_task)); });
+}
+
+void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs) {
+  cpu::Act a;
+  a.M = T;
+  a.K = K;
+  a.Kp = (K + 31) & ~31;
+  a.precise = precise_;
+  const size_t need = k_->act_bytes(T, K);
+  if (act_.size() < need) act_.resize(need);
+  a.data = act_.data();
+  rows(T, 16, [&](int m0, int m1) { k_->prepare_act(x, K, a, m0, m1); });
+  // Tasks: fixed 64-row slices of every weight matrix, handed out dynamically.
+  std::vector<std::pair<const MatOut*, int>> tasks;
+  for (const MatOut& o : outs)
+    for (int n = 0; n < o.n; n += kGemmRowsPerTask) tasks.emplace_back(&o, n);
+  pool_->run(int(tasks.size()), [&](int t, int) {
+    const MatOut& o = *tasks[size_t(t)].first;
+    const int n0 = tasks[size_t(t)].second;
+    k_->gemm(a, o.w, n0, std::min(o.n, n0 + kGemmRowsPerTask), o.y, o.n);
+  });
+}
+
+void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0) {
+  cpu::AttnLayer L{kv_->k(layer), kv_->v(layer), kv_->block_size(), cfg_.num_heads, cfg_.num_kv_heads,
+                   cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
+  struct Task {
+    int slice, kvh, t0, t1;
+  };
+  std::vector<Task> tasks;
+  for (int i = 0; i < int(batch.size()); ++i)
+    for (int g = 0; g < cfg_.num_kv_heads; ++g)
+      for (int t = 0; t < batch[size_t(i)].n_tokens; t += kAttnTokensPerTask)
+        tasks.push_back({i, g, t, std::min(batch[size_t(i)].n_tokens, t + kAttnTokensPerTask)});
+  const int qd = cfg_.q_dim(), rep = cfg_.num_heads / cfg_.num_kv_heads;
+  pool_->run(int(tasks.size()), [&](int ti, int worker) {
+    const Task& tk = tasks[size_t(ti)];
+    const SeqSlice& s = batch[size_t(tk.slice)];
+    std::vector<float>& sc = scores_[size_t(worker)];
+    const size_t need = size_t(rep) * size_t(s.start_pos + tk.t1);
+    if (sc.size() < need) sc.resize(need);
+    cpu::AttnSeq as{q_.data() + size_t(row0[size_t(tk.slice)]) * qd, attn_.data() + size_t(row0[size_t(tk.slice)]) * qd,
+                    s.n_tokens, s.start_pos, s.block_table};
+    k_->attention(L, as, tk.kvh, tk.t0, tk.t1, sc.data());
+  });
+}
+
+Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) {
+  if (Status st = validate(batch); !st.is_ok()) return st;
+  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, QD = cfg_.q_dim(), KVD = cfg_.kv_dim();
+  const int D = cfg_.head_dim, bs = kv_->block_size();
+  // Row layout: slices back to back; row0[i] is slice i's first row; pos[r] is row r's position.
+  std::vector<int> row0(batch.size()), pos;
+  std::vector<const SeqSlice*> row_slice;
+  int T = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    row0[i] = T;
+    for (int t = 0; t < batch[i].n_tokens; ++t) {
+      pos.push_back(batch[i].start_pos + t);
+      row_slice.push_back(&batch[i]);
+    }
+    T += batch[i].n_tokens;
+  }
+  auto grow = [](std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  };
+  grow(x_, size_t(T) * H);
+  grow(xn_, size_t(T) * H);
+  grow(q_, size_t(T) * QD);
+  grow(attn_, size_t(T) * QD);
+  grow(k_new_, size_t(T) * KVD);
+  grow(v_new_, size_t(T) * KVD);
+  grow(gate_, size_t(T) * I);
+  grow(up_, size_t(T) * I);
+  grow(tmp_, size_t(T) * H);
+
+  // Embedding lookup.
+  rows(T, 32, [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      const SeqSlice& s = *row_slice[size_t(r)];
+      int tok = s.tokens[pos[size_t(r)] - s.start_pos];
+      k_->bf16_to_f32(w_->embed_tokens + size_t(tok) * H, H, x_.data() + size_t(r) * H);
+    }
+  });
+
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& Lw = w_->layers[size_t(l)];
+    rows(T, 32, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r)
+        k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
+    });
+    gemm(xn_.data(), T, H, {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
+    // RoPE on q and k, then K/V into the cache at each row's (block, slot).
+    float* kc = kv_->k(l);
+    float* vc = kv_->v(l);
+    rows(T, 16, [&](int r0, int r1) {
+      std::vector<float> cs(static_cast<size_t>(D));
+      for (int r = r0; r < r1; ++r) {
+        const int p = pos[size_t(r)];
+        rope_angles(cfg_, p, cs.data());
+        rope_apply(cfg_, cs.data(), q_.data() + size_t(r) * QD, cfg_.num_heads);
+        float* kr = k_new_.data() + size_t(r) * KVD;
+        rope_apply(cfg_, cs.data(), kr, cfg_.num_kv_heads);
+        const SeqSlice& s = *row_slice[size_t(r)];
+        const int block = s.block_table[p / bs], slot = p % bs;
+        for (int g = 0; g < cfg_.num_kv_heads; ++g) {
+          std::memcpy(kc + kv_->offset(block, g, slot), kr + size_t(g) * D, sizeof(float) * D);
+          std::memcpy(vc + kv_->offset(block, g, slot), v_new_.data() + size_t(r) * KVD + size_t(g) * D,
+                      sizeof(float) * D);
+        }
+      }
+    });
+    attention(l, batch, row0);
+    gemm(attn_.data(), T, QD, {{Lw.o_proj, H, tmp_.data()}});
+    rows(T, 32, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r) {
+        k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
+        k_->rmsnorm(x_.data() + size_t(r) * H, Lw.post_attn_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
+      }
+    });
+    gemm(xn_.data(), T, H, {{Lw.gate_proj, I, gate_.data()}, {Lw.up_proj, I, up_.data()}});
+    rows(T, 16, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r)
+        k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
+    });
+    gemm(gate_.data(), T, I, {{Lw.down_proj, H, tmp_.data()}});
+    rows(T, 32, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r) k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
+    });
+  }
+
+  // Final norm and lm_head for the rows that want logits.
+  std::vector<int> out_rows;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].logits == SeqSlice::kAll)
+      for (int t = 0; t < batch[i].n_tokens; ++t) out_rows.push_back(row0[i] + t);
+    else if (batch[i].logits == SeqSlice::kLast)
+      out_rows.push_back(row0[i] + batch[i].n_tokens - 1);
+  }
+  const int R = int(out_rows.size());
+  logits.resize(size_t(R) * cfg_.vocab_size);
+  if (R == 0) return Status::ok();
+  for (int i = 0; i < R; ++i)
+    k_->rmsnorm(x_.data() + size_t(out_rows[size_t(i)]) * H, w_->final_norm, cfg_.rms_norm_eps, H,
+                xn_.data() + size_t(i) * H);
+  gemm(xn_.data(), R, H, {{w_->lm_head, cfg_.vocab_size, logits.data()}});
+  return Status::ok();
+}
+
+}  // namespace ee

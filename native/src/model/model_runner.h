@@ -1,0 +1,67 @@
+// The model runner: the one place that touches tensors. It runs one forward step over a batch of
+// sequence slices (prefill chunks and decodes mixed), writing their K/V into the paged cache and
+// returning logits for the rows that asked for them. It knows nothing of scheduling.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "cpu/kernels.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace ee {
+
+// One sequence's part of a step: n_tokens new tokens at positions start_pos.. start_pos+n_tokens-1.
+struct SeqSlice {
+  const int32_t* tokens;
+  int n_tokens;
+  int start_pos;
+  const int32_t* block_table;  // covers positions 0 .. start_pos+n_tokens-1
+  int n_blocks;
+  enum Logits { kNone = 0, kLast = 1, kAll = 2 } logits;
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
+              ThreadPool* pool, const cpu::Kernels* kernels, bool precise);
+
+  // logits: rows for the slices that asked, in slice order, each vocab_size floats.
+  // Errors (bad token id, short block table, bad block id) leave the cache untouched.
+  Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelWeights& weights() const { return *w_; }
+  KvCache& kv() { return *kv_; }
+  const cpu::Kernels& kernels() const { return *k_; }
+
+ private:
+  Status validate(const std::vector<SeqSlice>& batch) const;
+  // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K].
+  struct MatOut {
+    const bf16_t* w;
+    int n;
+    float* y;
+  };
+  void gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs);
+  void rows(int T, int per_task, const std::function<void(int, int)>& fn);  // fn(row_begin, row_end)
+  void attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0);
+
+  ModelConfig cfg_;
+  std::unique_ptr<ModelWeights> w_;
+  std::unique_ptr<KvCache> kv_;
+  ThreadPool* pool_;
+  const cpu::Kernels* k_;
+  bool precise_;
+  // Step scratch, grown on demand and reused: x/xn [T, hidden], q/attn [T, q_dim], k/v [T, kv_dim],
+  // gate/up [T, intermediate], act (prepared GEMM input), per-worker attention scores.
+  std::vector<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;
+  std::vector<uint8_t> act_;
+  std::vector<std::vector<float>> scores_;
+};
+
+}  // namespace ee

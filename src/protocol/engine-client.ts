@@ -1,0 +1,153 @@
+// The contract between the stateless gateway and the stateful engine sidecar.
+//
+// Runtime-agnostic: no node:* imports. Implementations: Unix-socket and TCP transports (framed
+// protocol, see ./framing.ts), an in-process one (sidecar and gateway in one process) and a fake one
+// for gateway tests. Every method is async; there are deliberately no sync twins.
+
+/** Why a choice ended. `abort`: the client went away; `error`: see the accompanying EngineErrorCode. */
+export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
+
+/** Error codes an engine reports as values. The gateway maps them to HTTP in exactly one place. */
+export type EngineErrorCode =
+  | 'INVALID_REQUEST' // bad parameters, prompt past max_model_len, unknown role …
+  | 'QUEUE_FULL' //     waiting queue past --max-num-queued-reqs (HTTP 429 + Retry-After)
+  | 'NOT_READY' //      model still loading, or draining (HTTP 503)
+  | 'ENGINE_DEAD' //    the sidecar died or the connection broke (HTTP 503 / stream error event)
+  | 'INTERNAL'; //      a bug: logged loudly (HTTP 500)
+
+export class EngineError extends Error {
+  constructor(
+    readonly code: EngineErrorCode,
+    message: string,
+    /** The offending request field, when there is one (OpenAI's `param`). */
+    readonly param: string | null = null,
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'developer' | 'tool';
+  content: string;
+}
+
+/** What to generate from. Token-id prompts are used exactly as given: nothing is prepended. */
+export type Prompt =
+  | { kind: 'text'; text: string }
+  | { kind: 'tokens'; ids: number[] }
+  | { kind: 'chat'; messages: ChatMessage[]; addGenerationPrompt: boolean };
+
+/** Sampling parameters, already validated and defaulted by the gateway (generation_config.json applied). */
+export interface SamplingParams {
+  maxTokens: number | null; // null: up to max_model_len
+  temperature: number; // 0 = greedy
+  topP: number; // 1 = off
+  topK: number; // 0 or -1 = off
+  minP: number; // 0 = off
+  repetitionPenalty: number; // 1 = off
+  frequencyPenalty: number; // 0 = off
+  presencePenalty: number; // 0 = off
+  logitBias: Record<number, number>;
+  seed: number | null;
+  stop: string[]; // stop strings: never sent to the client
+  stopTokenIds: number[]; // in addition to the model's eos ids
+  ignoreEos: boolean;
+  logprobs: number | null; // null: none; N: the chosen token plus the top-N alternatives
+  skipSpecialTokens: boolean;
+}
+
+export interface SubmitRequest {
+  /** Caller-chosen unique id (the gateway's request id); also the abort handle. */
+  id: string;
+  prompt: Prompt;
+  sampling: SamplingParams;
+  /** Number of choices; the engine forks them from one prefill sharing the prompt's blocks. */
+  n: number;
+  /** Return the prompt's token ids and text (for echo and usage). */
+  echo: boolean;
+}
+
+export interface TokenLogprob {
+  tokenId: number;
+  token: string; // the token's text (raw piece text for partial UTF-8, as OpenAI does)
+  bytes: number[];
+  logprob: number;
+  top: { tokenId: number; token: string; bytes: number[]; logprob: number }[];
+}
+
+/** One choice's progress in one engine step. Text is complete UTF-8 with stop strings withheld. */
+export interface ChoiceDelta {
+  index: number;
+  text: string;
+  tokenIds: number[];
+  logprobs?: TokenLogprob[];
+  finishReason?: FinishReason;
+  /** The stop string or stop token id that ended the choice (vLLM's stop_reason). */
+  stopReason?: string | number | null;
+  error?: { code: EngineErrorCode; message: string };
+}
+
+/** Events of one request, in order: `accepted` first, then `delta`s, then exactly one `done`. */
+export type EngineEvent =
+  | { type: 'accepted'; promptTokens: number; promptTokenIds?: number[]; promptText?: string }
+  | { type: 'delta'; choices: ChoiceDelta[] }
+  | {
+      type: 'done';
+      usage: { promptTokens: number; completionTokens: number; cachedTokens: number };
+      /** Engine-side timings, seconds. */
+      timing: { queued: number; ttft: number | null; e2e: number };
+    };
+
+export interface EngineStats {
+  running: number;
+  waiting: number;
+  kvBlocksTotal: number;
+  kvBlocksFree: number;
+  kvUsage: number; // 0..1
+  preemptions: number;
+  prefixCacheQueries: number; // tokens
+  prefixCacheHits: number; // tokens
+  promptTokens: number; // totals since start
+  generationTokens: number;
+  stepTimeMs: number; // last engine step
+}
+
+export interface ModelInfo {
+  id: string; // served model name
+  root: string; // where it was loaded from
+  maxModelLen: number;
+  vocabSize: number;
+  createdAt: number; // unix seconds
+  /** generation_config.json defaults, already parsed. */
+  generationDefaults: Partial<Pick<SamplingParams, 'temperature' | 'topP' | 'topK' | 'repetitionPenalty'>>;
+  /** True when serving the embedded formula-weight default: outputs are meaningless. */
+  placeholder: boolean;
+}
+
+export interface Health {
+  ready: boolean; // model loaded and accepting requests
+  loading: boolean;
+  draining: boolean;
+  message?: string;
+}
+
+export interface TokenizeRequest {
+  prompt?: string;
+  messages?: ChatMessage[];
+  addSpecialTokens: boolean;
+  addGenerationPrompt: boolean;
+}
+
+export interface EngineClient {
+  /** Starts a request; the iterator yields its events and ends after `done`. Rejects/throws EngineError. */
+  stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent>;
+  /** Aborts a request by id; its KV blocks return to the pool in the next engine step. Idempotent. */
+  abort(id: string): Promise<void>;
+  health(): Promise<Health>;
+  stats(): Promise<EngineStats>;
+  model(): Promise<ModelInfo>;
+  tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }>;
+  detokenize(tokens: number[]): Promise<{ prompt: string }>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,94 @@
+// Typed access to the native addon (native/build/Release/ernie_native.node, built by `npm ci`).
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+export interface NativeConfig {
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  rmsNormEps: number;
+  tieWordEmbeddings: boolean;
+  ropeInterleaved: boolean;
+  invFreq: Float32Array; // headDim / 2 values
+}
+
+export type NativeDType = 'BF16' | 'F16' | 'F32';
+
+export interface NativeTensor {
+  name: string;
+  path: string;
+  dtype: NativeDType;
+  shape: number[];
+  offset: number; // absolute byte offset in the file
+  nbytes: number;
+}
+
+export interface NativeLoadOptions {
+  config: NativeConfig;
+  tensors: NativeTensor[];
+  threads?: number; // 0 / undefined: all cores
+  kvBlocks: number;
+  blockSize: number;
+  isa?: '' | 'avx512' | 'avx2';
+  precise?: boolean; // split activations into two bf16 planes (default true)
+  copyWeights?: boolean; // copy weights out of the page cache into huge-page memory (default true)
+}
+
+/** One sequence's part of a forward step. logits: 0 none, 1 last token, 2 every token. */
+export interface NativeSlice {
+  tokens: Int32Array;
+  startPos: number;
+  blockTable: Int32Array;
+  logits: 0 | 1 | 2;
+}
+
+export interface NativeModelInfo {
+  isa: string;
+  threads: number;
+  kvBlocks: number;
+  blockSize: number;
+  kvBytes: number;
+  weightBytes: number;
+}
+
+export interface NativeModel {
+  info(): NativeModelInfo;
+  /** Logit rows for the slices that asked, in order, each vocabSize floats. */
+  forward(slices: NativeSlice[]): Promise<Float32Array>;
+  /** Greedy decoding in one native call; prefill in chunks of `chunk` tokens. */
+  generateGreedy(
+    seq: Omit<NativeSlice, 'logits' | 'startPos'>,
+    maxNew: number,
+    chunk?: number,
+  ): Promise<{ tokens: Int32Array; prefillMs: number; decodeMs: number }>;
+  /** Read bandwidth in bytes/s measured with the engine's thread pool. */
+  memoryBandwidth(bytes: number): number;
+  close(): void;
+}
+
+export interface NativeAddon {
+  loadModel(opts: NativeLoadOptions): Promise<NativeModel>;
+  formulaTensor(name: string, numel: number, salt?: number): Promise<Buffer>;
+  cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };
+  abiVersion: number;
+}
+
+let cached: NativeAddon | undefined;
+
+/** Loads the addon once. Throws with a clear message when it was not built. */
+export function native(): NativeAddon {
+  if (cached) return cached;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const file = path.resolve(here, '../../native/build/Release/ernie_native.node');
+  try {
+    cached = createRequire(import.meta.url)(file) as NativeAddon;
+  } catch (e) {
+    throw new Error(`the native engine is not built (${file}): run \`npm ci\` or \`npm run build:native\`\n${String(e)}`);
+  }
+  return cached;
+}
