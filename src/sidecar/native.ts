@@ -36,7 +36,6 @@ export interface NativeLoadOptions {
   blockSize: number;
   isa?: '' | 'avx512' | 'avx2';
   precise?: boolean; // split activations into two bf16 planes (default true)
-  copyWeights?: boolean; // copy weights out of the page cache into huge-page memory (default true)
 }
 
 /** One sequence's part of a forward step. logits: 0 none, 1 last token, 2 every token. */

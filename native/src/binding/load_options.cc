@@ -48,8 +48,6 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   r.block_size = get_int(o, "blockSize", 16);
   if (o.Has("isa") && o.Get("isa").IsString()) r.isa = o.Get("isa").As<Napi::String>().Utf8Value();
   if (o.Has("precise") && o.Get("precise").IsBoolean()) r.precise = o.Get("precise").As<Napi::Boolean>().Value();
-  if (o.Has("copyWeights") && o.Get("copyWeights").IsBoolean())
-    r.copy_weights = o.Get("copyWeights").As<Napi::Boolean>().Value();
   return r;
 }
 

@@ -19,7 +19,6 @@ struct LoadOptions {
   int block_size = 16;
   std::string isa;        // "", "avx512", "avx2"
   bool precise = true;
-  bool copy_weights = true;
 };
 
 LoadOptions parse_load_options(const Napi::Object& o);

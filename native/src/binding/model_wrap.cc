@@ -23,6 +23,7 @@ Status check_config(const ModelConfig& c) {
   if (c.num_heads % c.num_kv_heads != 0)
     return Status::error("config.json: num_attention_heads must be a multiple of num_key_value_heads");
   if (c.head_dim % 2 != 0) return Status::error("config.json: head_dim must be even for RoPE");
+  if (c.num_heads / c.num_kv_heads > 64) return Status::error("config.json: more than 64 query heads per KV head");
   if (int(c.inv_freq.size()) != c.head_dim / 2) return Status::error("internal: inv_freq must have head_dim/2 values");
   return Status::ok();
 }
@@ -38,7 +39,7 @@ class LoadWorker : public Napi::AsyncWorker {
     const cpu::Kernels* k = cpu::select_kernels(opts_.isa);
     if (!k) return SetError("this CPU lacks the instruction set '" + (opts_.isa.empty() ? "avx2" : opts_.isa) + "'");
     if (opts_.kv_blocks <= 0 || opts_.block_size <= 0) return SetError("kvBlocks and blockSize must be positive");
-    auto w = ModelWeights::load(opts_.config, opts_.tensors, opts_.copy_weights);
+    auto w = ModelWeights::load(opts_.config, opts_.tensors);
     if (!w.is_ok()) return SetError(w.status().message());
     auto kv = std::make_unique<KvCache>(opts_.config, opts_.kv_blocks, opts_.block_size);
     if (!kv->ok()) return SetError("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
@@ -199,6 +200,15 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   o.Set("blockSize", r.kv().block_size());
   o.Set("kvBytes", double(r.kv().bytes()));
   o.Set("weightBytes", double(r.weights().matrix_bytes));
+  const ModelRunner::Profile& pr = r.profile();
+  Napi::Object prof = Napi::Object::New(info.Env());
+  prof.Set("gemmMs", pr.gemm_ms);
+  prof.Set("attentionMs", pr.attention_ms);
+  prof.Set("otherMs", pr.other_ms);
+  prof.Set("lmHeadMs", pr.lm_head_ms);
+  prof.Set("steps", double(pr.steps));
+  prof.Set("tokens", double(pr.tokens));
+  o.Set("profile", prof);
   return o;
 }
 

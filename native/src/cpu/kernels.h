@@ -20,6 +20,18 @@ struct Act {
   bool precise = true;
 };
 
+// Packed weight layout ("P4x32"), made once at load: rows are taken in groups of 4; group g holds,
+// for each 32-wide k-block kb, its 4 rows' 32 bf16 values back to back (4 x 64 bytes). Rows past
+// the last full group are stored plainly after the groups. Every row is zero-padded to Kp
+// (a multiple of 32). A GEMM then reads each weight group as one sequential stream with no tails.
+constexpr int kPackRows = 4;
+constexpr int kPackK = 32;
+inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
+inline size_t packed_elems(int n, int k) { return size_t(n) * size_t(pad_k(k)); }
+void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end);
+// Row r of a packed [n, k] matrix, widened to fp32 (embedding lookups from a tied lm_head).
+void unpack_row(const bf16_t* packed, int n, int k, int r, float* out);
+
 struct AttnSeq {
   const float* q;              // [n_tokens, num_heads*head_dim], RoPE applied
   float* out;                  // [n_tokens, num_heads*head_dim]
@@ -29,8 +41,8 @@ struct AttnSeq {
 };
 
 struct AttnLayer {
-  const float* k_cache;  // [num_blocks, num_kv_heads, block_size, head_dim] fp32
-  const float* v_cache;  // same layout
+  const float* k_cache;  // [num_blocks, num_kv_heads, head_dim, block_size] fp32 (K transposed per block)
+  const float* v_cache;  // [num_blocks, num_kv_heads, block_size, head_dim] fp32
   int block_size;
   int num_heads;
   int num_kv_heads;
@@ -43,16 +55,17 @@ struct Kernels {
   size_t (*act_bytes)(int M, int K);
   // Prepares rows [m0, m1) of x [M, K] (row stride ldx) into a (act.data sized by act_bytes).
   void (*prepare_act)(const float* x, int ldx, const Act& a, int m0, int m1);
-  // y[m, n] = sum_k x[m, k] * w[n, k] for all m < M and n in [n0, n1); w is bf16 [N, K].
+  // y[m, n] = sum_k x[m, k] * w[n, k] for all m < M and n in [n0, n1); w is bf16 [N, K] packed
+  // (P4x32); n0 is a multiple of 4.
   // Every output is computed by the same instruction sequence whatever M, n0, n1 are, so results
   // are bit-identical however a batch is composed or split across threads.
-  void (*gemm)(const Act& a, const bf16_t* w, int n0, int n1, float* y, int ldy);
+  void (*gemm)(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
   void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out);
   void (*silu_mul)(const float* gate, const float* up, int n, float* out);  // silu(gate) * up
   void (*add_inplace)(float* x, const float* y, int n);
   void (*bf16_to_f32)(const bf16_t* src, int n, float* dst);
   // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: >= (num_heads
-  // / num_kv_heads) * (start_pos + t1) floats.
+  // / num_kv_heads) * (start_pos + t1 + block_size) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
 };
 

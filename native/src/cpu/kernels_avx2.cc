@@ -16,64 +16,61 @@ inline __m256 widen(const bf16_t* p) {
 
 inline float hsum(__m256 v) { return reduce_add(VF{v}); }
 
-// MB rows of x times 2 rows of w over the full K (16 ymm registers: 8 accumulators at MB = 4).
+// MB (<= 2) rows of x times one packed group of 4 weight rows over the padded K (16 ymm
+// registers: 8 accumulators, 4 weight vectors, the x vector).
 template <int MB>
-inline void kern2(const float* x, int ldx, const bf16_t* w, int K, float* y, int ldy) {
-  __m256 acc[MB][2];
-  for (int i = 0; i < MB; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  const bf16_t* w1 = w + K;
-  int k = 0;
-  for (; k + 8 <= K; k += 8) {
-    __m256 b0 = widen(w + k), b1 = widen(w1 + k);
-    for (int i = 0; i < MB; ++i) {
-      __m256 a = _mm256_loadu_ps(x + size_t(i) * ldx + k);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+inline void kern4(const float* x, int Kp, const bf16_t* wg, float* y, int ldy) {
+  __m256 acc[MB][4];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
+  for (int k = 0; k < Kp; k += kPackK) {
+    const bf16_t* wb = wg + size_t(k) * 4;
+    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 96), _MM_HINT_T0);
+    for (int s = 0; s < kPackK; s += 8) {
+      __m256 b[4];
+      for (int j = 0; j < 4; ++j) b[j] = widen(wb + 32 * j + s);
+      for (int i = 0; i < MB; ++i) {
+        __m256 a = _mm256_loadu_ps(x + size_t(i) * Kp + k + s);
+        for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_fmadd_ps(a, b[j], acc[i][j]);
+      }
     }
   }
-  for (int i = 0; i < MB; ++i) {
-    float s0 = hsum(acc[i][0]), s1 = hsum(acc[i][1]);
-    for (int kk = k; kk < K; ++kk) {
-      s0 += x[size_t(i) * ldx + kk] * ee::bf16_to_f32(w[kk]);
-      s1 += x[size_t(i) * ldx + kk] * ee::bf16_to_f32(w1[kk]);
-    }
-    y[size_t(i) * ldy] = s0;
-    y[size_t(i) * ldy + 1] = s1;
-  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < 4; ++j) y[size_t(i) * ldy + j] = hsum(acc[i][j]);
 }
 
-inline float kern1(const float* x, const bf16_t* w, int K) {
+inline float kern1(const float* x, const bf16_t* w, int Kp) {
   __m256 acc = _mm256_setzero_ps();
-  int k = 0;
-  for (; k + 8 <= K; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), widen(w + k), acc);
-  float s = hsum(acc);
-  for (; k < K; ++k) s += x[k] * ee::bf16_to_f32(w[k]);
-  return s;
+  for (int k = 0; k < Kp; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), widen(w + k), acc);
+  return hsum(acc);
 }
 
-size_t act_bytes(int M, int K) { return size_t(M) * size_t(K) * sizeof(float); }
+size_t act_bytes(int M, int K) { return size_t(M) * size_t(pad_k(K)) * sizeof(float); }
 
+// A plain fp32 copy of x, rows zero-padded to Kp like the packed weights.
 void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
   float* dst = static_cast<float*>(a.data);
-  for (int m = m0; m < m1; ++m) std::memcpy(dst + size_t(m) * a.K, x + size_t(m) * ldx, sizeof(float) * a.K);
+  for (int m = m0; m < m1; ++m) {
+    std::memcpy(dst + size_t(m) * a.Kp, x + size_t(m) * ldx, sizeof(float) * a.K);
+    for (int k = a.K; k < a.Kp; ++k) dst[size_t(m) * a.Kp + k] = 0;
+  }
 }
 
-void gemm(const Act& a, const bf16_t* w, int n0, int n1, float* y, int ldy) {
-  const int M = a.M, K = a.K;
+void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
+  const int M = a.M, Kp = a.Kp;
   const float* x = static_cast<const float*>(a.data);
-  constexpr int MC = 32;
-  for (int mc = 0; mc < M; mc += MC) {
-    const int me = std::min(M, mc + MC);
-    int n = n0;
-    for (; n + 2 <= n1; n += 2) {
-      const bf16_t* wn = w + size_t(n) * K;
-      int m = mc;
-      for (; m + 4 <= me; m += 4) kern2<4>(x + size_t(m) * K, K, wn, K, y + size_t(m) * ldy + n, ldy);
-      for (; m < me; ++m) kern2<1>(x + size_t(m) * K, K, wn, K, y + size_t(m) * ldy + n, ldy);
-    }
-    for (; n < n1; ++n)
-      for (int m = mc; m < me; ++m) y[size_t(m) * ldy + n] = kern1(x + size_t(m) * K, w + size_t(n) * K, K);
-  }
+  const int full = N / 4 * 4;
+  const int g0 = n0 / 4, g1 = std::min(n1, full) / 4;
+  int m = 0;
+  for (; m + 2 <= M; m += 2)
+    for (int g = g0; g < g1; ++g) kern4<2>(x + size_t(m) * Kp, Kp, w + size_t(g) * 4 * Kp, y + size_t(m) * ldy + 4 * g, ldy);
+  if (m < M)
+    for (int g = g0; g < g1; ++g) kern4<1>(x + size_t(m) * Kp, Kp, w + size_t(g) * 4 * Kp, y + size_t(m) * ldy + 4 * g, ldy);
+  for (int n = std::max(n0, full); n < n1; ++n)
+    for (int mm = 0; mm < M; ++mm) y[size_t(mm) * ldy + n] = kern1(x + size_t(mm) * Kp, w + size_t(n) * Kp, Kp);
 }
 
 }  // namespace

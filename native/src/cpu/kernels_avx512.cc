@@ -27,34 +27,21 @@ inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, s));
 }
 
-// MB rows of x times 4 rows of w over the full K. hi/lo: the activation planes, row stride Kp.
+// MB rows of x times one packed group of 4 weight rows over the full (padded) K.
+// hi/lo: activation planes, row stride Kp; wg: the group, Kp/32 blocks of 4 x 32 bf16.
 template <int MB, bool PRECISE>
-inline void kern4(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* w, int K, float* y, int ldy) {
+inline void kern4(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* wg, float* y, int ldy) {
   __m512 acc[MB][4];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
-  const bf16_t* wr[4] = {w, w + K, w + 2 * size_t(K), w + 3 * size_t(K)};
-  int k = 0;
-  for (; k + 32 <= K; k += 32) {
+  for (int k = 0; k < Kp; k += 32) {
+    const bf16_t* wb = wg + size_t(k) * 4;
     __m512i b[4];
     for (int j = 0; j < 4; ++j) {
-      b[j] = _mm512_loadu_si512(wr[j] + k);
-      // The next 4 rows follow contiguously: stream them in while these are consumed.
-      _mm_prefetch(reinterpret_cast<const char*>(wr[j] + 4 * size_t(K) + k), _MM_HINT_T0);
+      b[j] = _mm512_loadu_si512(wb + 32 * j);
+      // One sequential stream: fetch 2 KiB ahead (decode is bound by this stream).
+      _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 32 * j), _MM_HINT_T0);
     }
-    for (int i = 0; i < MB; ++i) {
-      __m512i a = _mm512_loadu_si512(hi + size_t(i) * Kp + k);
-      for (int j = 0; j < 4; ++j) acc[i][j] = dp(acc[i][j], a, b[j]);
-      if constexpr (PRECISE) {
-        __m512i l = _mm512_loadu_si512(lo + size_t(i) * Kp + k);
-        for (int j = 0; j < 4; ++j) acc[i][j] = dp(acc[i][j], l, b[j]);
-      }
-    }
-  }
-  if (k < K) {  // K tail: activations are zero-padded to Kp, weights are masked
-    __mmask32 m = (__mmask32)((1ull << (K - k)) - 1);
-    __m512i b[4];
-    for (int j = 0; j < 4; ++j) b[j] = _mm512_maskz_loadu_epi16(m, wr[j] + k);
     for (int i = 0; i < MB; ++i) {
       __m512i a = _mm512_loadu_si512(hi + size_t(i) * Kp + k);
       for (int j = 0; j < 4; ++j) acc[i][j] = dp(acc[i][j], a, b[j]);
@@ -67,48 +54,48 @@ inline void kern4(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* w, i
   for (int i = 0; i < MB; ++i) _mm_storeu_ps(y + size_t(i) * ldy, hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
 }
 
-// One row of w (the N % 4 tail), any number of x rows.
+// One plain (unpacked, Kp-padded) weight row: the N % 4 tail.
 template <bool PRECISE>
-inline float kern1(const bf16_t* hi, const bf16_t* lo, const bf16_t* w, int K) {
+inline float kern1(const bf16_t* hi, const bf16_t* lo, const bf16_t* w, int Kp) {
   __m512 acc = _mm512_setzero_ps();
-  for (int k = 0; k < K; k += 32) {
-    __mmask32 m = K - k >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1ull << (K - k)) - 1);
-    __m512i b = _mm512_maskz_loadu_epi16(m, w + k);
+  for (int k = 0; k < Kp; k += 32) {
+    __m512i b = _mm512_loadu_si512(w + k);
     acc = dp(acc, _mm512_loadu_si512(hi + k), b);
     if constexpr (PRECISE) acc = dp(acc, _mm512_loadu_si512(lo + k), b);
   }
   return _mm512_reduce_add_ps(acc);
 }
 
+template <int MB, bool PRECISE>
+inline void rows_times_groups(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* w, int g0, int g1, float* y,
+                              int ldy) {
+  for (int g = g0; g < g1; ++g) kern4<MB, PRECISE>(hi, lo, Kp, w + size_t(g) * 4 * Kp, y + 4 * g, ldy);
+}
+
 template <bool PRECISE>
-void gemm_impl(const Act& a, const bf16_t* w, int n0, int n1, float* y, int ldy) {
-  const int M = a.M, K = a.K, Kp = a.Kp;
+void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
+  const int M = a.M, Kp = a.Kp;
   const bf16_t* hi = static_cast<const bf16_t*>(a.data);
   const bf16_t* lo = hi + size_t(M) * Kp;
-  // Rows of x in one L2-resident chunk: 64 rows x Kp x 2 planes x 2 bytes = 256 KiB at K = 1024.
-  constexpr int MC = 64;
-  for (int mc = 0; mc < M; mc += MC) {
-    const int me = std::min(M, mc + MC);
-    int n = n0;
-    for (; n + 4 <= n1; n += 4) {
-      const bf16_t* wn = w + size_t(n) * K;
-      int m = mc;
-      for (; m + 4 <= me; m += 4)
-        kern4<4, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, wn, K, y + size_t(m) * ldy + n, ldy);
-      const bf16_t* h = hi + size_t(m) * Kp;
-      const bf16_t* l = lo + size_t(m) * Kp;
-      float* yy = y + size_t(m) * ldy + n;
-      switch (me - m) {
-        case 3: kern4<3, PRECISE>(h, l, Kp, wn, K, yy, ldy); break;
-        case 2: kern4<2, PRECISE>(h, l, Kp, wn, K, yy, ldy); break;
-        case 1: kern4<1, PRECISE>(h, l, Kp, wn, K, yy, ldy); break;
-        default: break;
-      }
-    }
-    for (; n < n1; ++n)
-      for (int m = mc; m < me; ++m)
-        y[size_t(m) * ldy + n] = kern1<PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, w + size_t(n) * K, K);
+  const int full = N / 4 * 4;
+  const int g0 = n0 / 4, g1 = std::min(n1, full) / 4;
+  // Loop order: 4 activation rows (hi + lo: 16 KiB at K = 1024) stay in L1 while this task's
+  // weight groups stream past them from L2; halves L2 traffic against the opposite order.
+  int m = 0;
+  for (; m + 4 <= M; m += 4)
+    rows_times_groups<4, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, g0, g1, y + size_t(m) * ldy, ldy);
+  const bf16_t* h = hi + size_t(m) * Kp;
+  const bf16_t* l = lo + size_t(m) * Kp;
+  float* yy = y + size_t(m) * ldy;
+  switch (M - m) {
+    case 3: rows_times_groups<3, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
+    case 2: rows_times_groups<2, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
+    case 1: rows_times_groups<1, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
+    default: break;
   }
+  for (int n = std::max(n0, full); n < n1; ++n)
+    for (int mm = 0; mm < M; ++mm)
+      y[size_t(mm) * ldy + n] = kern1<PRECISE>(hi + size_t(mm) * Kp, lo + size_t(mm) * Kp, w + size_t(n) * Kp, Kp);
 }
 
 size_t act_bytes(int M, int K) { return size_t(M) * size_t(pad32(K)) * 2 * sizeof(bf16_t); }
@@ -139,9 +126,9 @@ void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
   }
 }
 
-void gemm(const Act& a, const bf16_t* w, int n0, int n1, float* y, int ldy) {
-  if (a.precise) gemm_impl<true>(a, w, n0, n1, y, ldy);
-  else gemm_impl<false>(a, w, n0, n1, y, ldy);
+void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
+  if (a.precise) gemm_impl<true>(a, w, N, n0, n1, y, ldy);
+  else gemm_impl<false>(a, w, N, n0, n1, y, ldy);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// Paged KV storage: per layer, K and V as [num_blocks, num_kv_heads, block_size, head_dim] fp32.
-// Head-major inside a block so one head's block_size keys are one contiguous run for attention.
+// Paged KV storage, per layer, fp32:
+//   K: [num_blocks, num_kv_heads, head_dim, block_size]  (transposed inside a block: attention
+//      scores are computed for a whole vector of keys at once, with no horizontal sums)
+//   V: [num_blocks, num_kv_heads, block_size, head_dim]
+// Head-major inside a block so one head's keys/values are one contiguous run.
 // Which blocks a sequence owns is the block pool's business (block tables); this only stores.
 #pragma once
 #include <cstddef>
@@ -28,9 +31,10 @@ class KvCache {
 
   float* k(int layer) { return base_ + size_t(layer) * 2 * layer_floats_; }
   float* v(int layer) { return k(layer) + layer_floats_; }
-  // Element offset of (block, kv_head, slot) inside one layer's K or V.
-  size_t offset(int block, int kv_head, int slot) const {
-    return ((size_t(block) * num_kv_heads_ + size_t(kv_head)) * block_size_ + size_t(slot)) * head_dim_;
+  // Element offset of (block, kv_head) inside one layer's K or V: a [head_dim][block_size] K^T
+  // tile, or a [block_size][head_dim] V tile.
+  size_t tile(int block, int kv_head) const {
+    return (size_t(block) * num_kv_heads_ + size_t(kv_head)) * size_t(block_size_) * head_dim_;
   }
 
  private:

@@ -7,9 +7,18 @@
 #include "common/assert.h"
 #include "model/rope.h"
 
+#include <chrono>
+
 namespace ee {
 
 namespace {
+using Clock = std::chrono::steady_clock;
+// Adds the time since `t` to `acc` (ms) and restarts `t`.
+inline void lap(Clock::time_point& t, double& acc) {
+  auto now = Clock::now();
+  acc += std::chrono::duration<double, std::milli>(now - t).count();
+  t = now;
+}
 constexpr int kGemmRowsPerTask = 64;  // weight rows per GEMM task
 constexpr int kAttnTokensPerTask = 8; // query tokens per attention task in prefill
 }  // namespace
@@ -62,7 +71,7 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   pool_->run(int(tasks.size()), [&](int t, int) {
     const MatOut& o = *tasks[size_t(t)].first;
     const int n0 = tasks[size_t(t)].second;
-    k_->gemm(a, o.w, n0, std::min(o.n, n0 + kGemmRowsPerTask), o.y, o.n);
+    k_->gemm(a, o.w, o.n, n0, std::min(o.n, n0 + kGemmRowsPerTask), o.y, o.n);
   });
 }
 
@@ -82,7 +91,7 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
     const Task& tk = tasks[size_t(ti)];
     const SeqSlice& s = batch[size_t(tk.slice)];
     std::vector<float>& sc = scores_[size_t(worker)];
-    const size_t need = size_t(rep) * size_t(s.start_pos + tk.t1);
+    const size_t need = size_t(rep) * size_t(s.start_pos + tk.t1 + kv_->block_size());
     if (sc.size() < need) sc.resize(need);
     cpu::AttnSeq as{q_.data() + size_t(row0[size_t(tk.slice)]) * qd, attn_.data() + size_t(row0[size_t(tk.slice)]) * qd,
                     s.n_tokens, s.start_pos, s.block_table};
@@ -119,12 +128,15 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
   grow(up_, size_t(T) * I);
   grow(tmp_, size_t(T) * H);
 
+  auto clk = Clock::now();
+  prof_.steps++;
+  prof_.tokens += uint64_t(T);
   // Embedding lookup.
   rows(T, 32, [&](int r0, int r1) {
     for (int r = r0; r < r1; ++r) {
       const SeqSlice& s = *row_slice[size_t(r)];
       int tok = s.tokens[pos[size_t(r)] - s.start_pos];
-      k_->bf16_to_f32(w_->embed_tokens + size_t(tok) * H, H, x_.data() + size_t(r) * H);
+      cpu::unpack_row(w_->embed_tokens, cfg_.vocab_size, H, tok, x_.data() + size_t(r) * H);
     }
   });
 
@@ -134,7 +146,9 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
       for (int r = r0; r < r1; ++r)
         k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
     });
+    lap(clk, prof_.other_ms);
     gemm(xn_.data(), T, H, {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
+    lap(clk, prof_.gemm_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
     float* kc = kv_->k(l);
     float* vc = kv_->v(l);
@@ -149,26 +163,34 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
         const SeqSlice& s = *row_slice[size_t(r)];
         const int block = s.block_table[p / bs], slot = p % bs;
         for (int g = 0; g < cfg_.num_kv_heads; ++g) {
-          std::memcpy(kc + kv_->offset(block, g, slot), kr + size_t(g) * D, sizeof(float) * D);
-          std::memcpy(vc + kv_->offset(block, g, slot), v_new_.data() + size_t(r) * KVD + size_t(g) * D,
+          float* kt = kc + kv_->tile(block, g) + slot;  // K^T: column `slot`
+          for (int d = 0; d < D; ++d) kt[size_t(d) * bs] = kr[size_t(g) * D + d];
+          std::memcpy(vc + kv_->tile(block, g) + size_t(slot) * D, v_new_.data() + size_t(r) * KVD + size_t(g) * D,
                       sizeof(float) * D);
         }
       }
     });
+    lap(clk, prof_.other_ms);
     attention(l, batch, row0);
+    lap(clk, prof_.attention_ms);
     gemm(attn_.data(), T, QD, {{Lw.o_proj, H, tmp_.data()}});
+    lap(clk, prof_.gemm_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) {
         k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
         k_->rmsnorm(x_.data() + size_t(r) * H, Lw.post_attn_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
       }
     });
+    lap(clk, prof_.other_ms);
     gemm(xn_.data(), T, H, {{Lw.gate_proj, I, gate_.data()}, {Lw.up_proj, I, up_.data()}});
+    lap(clk, prof_.gemm_ms);
     rows(T, 16, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
     });
+    lap(clk, prof_.other_ms);
     gemm(gate_.data(), T, I, {{Lw.down_proj, H, tmp_.data()}});
+    lap(clk, prof_.gemm_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
     });
@@ -184,11 +206,16 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
   }
   const int R = int(out_rows.size());
   logits.resize(size_t(R) * cfg_.vocab_size);
-  if (R == 0) return Status::ok();
+  if (R == 0) {
+    lap(clk, prof_.other_ms);
+    return Status::ok();
+  }
   for (int i = 0; i < R; ++i)
     k_->rmsnorm(x_.data() + size_t(out_rows[size_t(i)]) * H, w_->final_norm, cfg_.rms_norm_eps, H,
                 xn_.data() + size_t(i) * H);
+  lap(clk, prof_.other_ms);
   gemm(xn_.data(), R, H, {{w_->lm_head, cfg_.vocab_size, logits.data()}});
+  lap(clk, prof_.lm_head_ms);
   return Status::ok();
 }
 

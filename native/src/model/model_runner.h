@@ -39,6 +39,13 @@ class ModelRunner {
   KvCache& kv() { return *kv_; }
   const cpu::Kernels& kernels() const { return *k_; }
 
+  // Cumulative wall time per phase since start (profiling; a few clock reads per layer).
+  struct Profile {
+    double gemm_ms = 0, attention_ms = 0, other_ms = 0, lm_head_ms = 0;
+    uint64_t steps = 0, tokens = 0;
+  };
+  const Profile& profile() const { return prof_; }
+
  private:
   Status validate(const std::vector<SeqSlice>& batch) const;
   // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K].
@@ -62,6 +69,7 @@ class ModelRunner {
   std::vector<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;
   std::vector<uint8_t> act_;
   std::vector<std::vector<float>> scores_;
+  Profile prof_;
 };
 
 }  // namespace ee

@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include "common/assert.h"
+#include "cpu/kernels.h"
+
 #include <sys/mman.h>
 
 #include <cstring>
@@ -18,37 +21,52 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-void free_anon(uint16_t* p) {
-  // Size is not needed for the mapping we made: see alloc_anon. munmap needs it, so we store it
-  // in the 64 bytes in front of the data.
-  auto* base = reinterpret_cast<uint8_t*>(p) - 64;
-  size_t len;
-  std::memcpy(&len, base, sizeof len);
-  munmap(base, len);
-}
+constexpr size_t kHuge = size_t(2) << 20;
+constexpr size_t kAlign = 4096;  // each matrix starts on its own page
 
-uint16_t* alloc_anon(size_t bytes) {
-  size_t len = bytes + 64;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  madvise(p, len, MADV_HUGEPAGE);
-  std::memcpy(p, &len, sizeof len);
-  return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(p) + 64);
-}
+size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-// Copies with two threads: the copy is memory-bound and a cold start of a 0.7 GB model matters.
-void parallel_copy(void* dst, const void* src, size_t n) {
-  size_t half = (n / 2) & ~size_t(4095);
-  std::thread t([&] { std::memcpy(dst, src, half); });
-  std::memcpy(static_cast<uint8_t*>(dst) + half, static_cast<const uint8_t*>(src) + half, n - half);
-  t.join();
+// Bytes the arena needs for every matrix of `cfg`, in the order matrix() places them.
+size_t arena_bytes(const ModelConfig& cfg, bool separate_lm_head) {
+  auto m = [](int n, int k) { return round_up(cpu::packed_elems(n, k) * 2, kAlign); };
+  const int H = cfg.hidden_size, I = cfg.intermediate_size, Q = cfg.q_dim(), KV = cfg.kv_dim();
+  size_t per_layer = m(Q, H) + 2 * m(KV, H) + m(H, Q) + 2 * m(I, H) + m(H, I);
+  return size_t(cfg.num_layers) * per_layer + m(cfg.vocab_size, H) * (separate_lm_head ? 2 : 1);
 }
 
 }  // namespace
 
+// One 2 MiB-aligned anonymous mapping with transparent huge pages for all matrices.
+WeightArena::WeightArena(size_t bytes) : bytes_(bytes) {
+  void* p = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  auto raw = reinterpret_cast<uintptr_t>(p);
+  uintptr_t aligned = (raw + kHuge - 1) & ~(kHuge - 1);
+  if (aligned > raw) munmap(p, aligned - raw);
+  size_t tail = (raw + bytes + kHuge) - (aligned + bytes);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+  base_ = reinterpret_cast<uint8_t*>(aligned);
+  madvise(base_, bytes_, MADV_HUGEPAGE);
+}
+
+WeightArena::~WeightArena() {
+  if (base_) munmap(base_, bytes_);
+}
+
+uint8_t* WeightArena::take(size_t bytes) {
+  size_t b = round_up(bytes, kAlign);
+  if (!base_ || used_ + b > bytes_) return nullptr;
+  uint8_t* p = base_ + used_;
+  used_ += b;
+  return p;
+}
+
+namespace {
+}  // namespace
+
 class WeightsBuilder {
  public:
-  WeightsBuilder(const ModelConfig& cfg, ModelWeights& w, bool copy) : cfg_(cfg), w_(w), copy_(copy) {}
+  WeightsBuilder(ModelWeights& w) : w_(w) {}
 
   Status index(const std::vector<TensorSource>& tensors) {
     std::map<std::string, MappedFile*> by_path;
@@ -81,33 +99,40 @@ class WeightsBuilder {
     return Status::ok();
   }
 
-  // A [rows, cols] matrix as bf16.
+  // A [rows, cols] matrix, converted to bf16 if needed and packed (cpu::pack_matrix) into owned
+  // huge-page memory.
   Status matrix(const std::string& name, int64_t rows, int64_t cols, const bf16_t** out) {
     const Src* s;
     if (Status st = find(name, {rows, cols}, &s); !st.is_ok()) return st;
-    size_t n = size_t(rows) * size_t(cols);
-    w_.matrix_bytes += n * 2;
-    if (s->t->dtype == DType::BF16 && !copy_) {
-      *out = reinterpret_cast<const bf16_t*>(s->p);
-      return Status::ok();
-    }
-    uint16_t* dst = alloc_anon(n * 2);
-    if (!dst) return Status::error("out of memory allocating " + name);
-    w_.owned_bf16_.emplace_back(dst, free_anon);
-    if (s->t->dtype == DType::BF16) {
-      parallel_copy(dst, s->p, n * 2);
-    } else if (s->t->dtype == DType::F16) {
-      // NOTE: f16 -> bf16 loses 3 mantissa bits; the engine computes with bf16 weights.
-      const auto* h = reinterpret_cast<const uint16_t*>(s->p);
-      for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(f16_to_f32(h[i]));
-    } else {
-      const auto* f = reinterpret_cast<const float*>(s->p);
+    const size_t n = size_t(rows) * size_t(cols);
+    w_.matrix_bytes += cpu::packed_elems(int(rows), int(cols)) * 2;
+    std::vector<bf16_t> converted;
+    const bf16_t* src = reinterpret_cast<const bf16_t*>(s->p);
+    if (s->t->dtype != DType::BF16) {
+      // NOTE: f16/f32 -> bf16 rounds (f16 loses 3 mantissa bits); the engine computes with bf16 weights.
+      converted.resize(n);
       for (size_t i = 0; i < n; ++i) {
         float v;
-        std::memcpy(&v, f + i, 4);
-        dst[i] = f32_to_bf16(v);
+        if (s->t->dtype == DType::F16) {
+          uint16_t h;
+          std::memcpy(&h, s->p + 2 * i, 2);
+          v = f16_to_f32(h);
+        } else {
+          std::memcpy(&v, s->p + 4 * i, 4);
+        }
+        converted[i] = f32_to_bf16(v);
       }
+      src = converted.data();
+    } else if (reinterpret_cast<uintptr_t>(src) % 2 != 0) {
+      return Status::error(s->t->path + ": tensor '" + name + "' is not 2-byte aligned in the file");
     }
+    auto* dst = reinterpret_cast<bf16_t*>(w_.arena_->take(cpu::packed_elems(int(rows), int(cols)) * 2));
+    ENGINE_ASSERT(dst != nullptr);  // arena_bytes() sized the arena for exactly these matrices
+    // Packing is memory-bound; two threads halve a cold start.
+    const int half = int(rows / 2);
+    std::thread t([&] { cpu::pack_matrix(src, int(rows), int(cols), dst, 0, half); });
+    cpu::pack_matrix(src, int(rows), int(cols), dst, half, int(rows));
+    t.join();
     *out = dst;
     return Status::ok();
   }
@@ -149,17 +174,14 @@ class WeightsBuilder {
     return Status::ok();
   }
 
-  const ModelConfig& cfg_;
   ModelWeights& w_;
-  bool copy_;
   std::map<std::string, Src> src_;
 };
 
 Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
-                                                          const std::vector<TensorSource>& tensors,
-                                                          bool copy_to_anon) {
+                                                          const std::vector<TensorSource>& tensors) {
   auto w = std::make_unique<ModelWeights>();
-  WeightsBuilder b(cfg, *w, copy_to_anon);
+  WeightsBuilder b(*w);
   if (Status st = b.index(tensors); !st.is_ok()) return st;
   const int64_t H = cfg.hidden_size, I = cfg.intermediate_size, V = cfg.vocab_size;
   const int64_t Q = cfg.q_dim(), KV = cfg.kv_dim();
@@ -168,13 +190,11 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
   if (!(st = (expr)).is_ok()) { \
     return st;                  \
   }
-  EE_TRY(b.matrix("model.embed_tokens.weight", V, H, &w->embed_tokens));
-  EE_TRY(b.vector("model.norm.weight", H, &w->final_norm));
-  if (cfg.tie_word_embeddings && !b.has("lm_head.weight")) {
-    w->lm_head = w->embed_tokens;
-  } else {
-    EE_TRY(b.matrix("lm_head.weight", V, H, &w->lm_head));
-  }
+  const bool separate_lm_head = !(cfg.tie_word_embeddings && !b.has("lm_head.weight"));
+  w->arena_ = std::make_unique<WeightArena>(arena_bytes(cfg, separate_lm_head));
+  if (!w->arena_->ok()) return Status::error("out of memory: cannot allocate " + std::to_string(w->arena_->size()) + " bytes for the weights");
+  // Matrices are placed in the order a forward pass reads them, so a decode step streams through
+  // one nearly contiguous region (hardware prefetchers and huge pages do the rest).
   w->layers.resize(size_t(cfg.num_layers));
   for (int l = 0; l < cfg.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
@@ -189,7 +209,15 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
     EE_TRY(b.vector(p + "input_layernorm.weight", H, &L.input_norm));
     EE_TRY(b.vector(p + "post_attention_layernorm.weight", H, &L.post_attn_norm));
   }
+  EE_TRY(b.matrix("model.embed_tokens.weight", V, H, &w->embed_tokens));
+  EE_TRY(b.vector("model.norm.weight", H, &w->final_norm));
+  if (separate_lm_head) {
+    EE_TRY(b.matrix("lm_head.weight", V, H, &w->lm_head));
+  } else {
+    w->lm_head = w->embed_tokens;
+  }
 #undef EE_TRY
+  w->files_.clear();  // everything was copied out: unmap the shards
   return w;
 }
 

@@ -1,8 +1,8 @@
 // The model's tensors, resolved by checkpoint name and checked against the config.
 //
-// Matrices are bf16 [out_features, in_features] row-major (HF layout), used in place from the
-// memory-mapped file when the checkpoint is bf16, else converted once into owned bf16 memory.
-// Norm weights are small and kept as fp32.
+// Matrices ([out_features, in_features] in the checkpoint, HF layout) are converted to bf16 if
+// needed and repacked once into the kernels' P4x32 layout (cpu/kernels.h) in owned huge-page
+// memory; the mapped file is only read while loading. Norm weights are kept as fp32.
 #pragma once
 #include <memory>
 #include <string>
@@ -28,6 +28,7 @@ struct TensorSource {
 };
 
 struct LayerWeights {
+  // All matrices packed (P4x32); shapes are the checkpoint's [out, in].
   const bf16_t* q_proj;     // [num_heads*head_dim, hidden]
   const bf16_t* k_proj;     // [num_kv_heads*head_dim, hidden]
   const bf16_t* v_proj;     // [num_kv_heads*head_dim, hidden]
@@ -39,24 +40,38 @@ struct LayerWeights {
   const float* post_attn_norm;  // [hidden]
 };
 
+// One huge-page mapping holding every packed matrix back to back.
+class WeightArena {
+ public:
+  explicit WeightArena(size_t bytes);
+  ~WeightArena();
+  WeightArena(const WeightArena&) = delete;
+  WeightArena& operator=(const WeightArena&) = delete;
+  bool ok() const { return base_ != nullptr; }
+  size_t size() const { return bytes_; }
+  uint8_t* take(size_t bytes);  // next page-aligned region, or nullptr when full
+
+ private:
+  uint8_t* base_ = nullptr;
+  size_t bytes_ = 0, used_ = 0;
+};
+
 class ModelWeights {
  public:
   // Maps the files, checks every tensor's presence, shape, dtype and byte range, and returns the
-  // weights or an error naming the file and the problem. copy_to_anon: copy bf16 matrices into
-  // anonymous (huge-page) memory instead of using the page cache mapping (faster streaming).
+  // weights or an error naming the file and the problem.
   static Result<std::unique_ptr<ModelWeights>> load(const ModelConfig& cfg,
-                                                     const std::vector<TensorSource>& tensors,
-                                                     bool copy_to_anon);
+                                                     const std::vector<TensorSource>& tensors);
 
   const bf16_t* embed_tokens = nullptr;  // [vocab, hidden]
   const bf16_t* lm_head = nullptr;       // [vocab, hidden]; == embed_tokens when tied
   const float* final_norm = nullptr;     // [hidden]
   std::vector<LayerWeights> layers;
-  uint64_t matrix_bytes = 0;             // bf16 bytes of all matrices (lm_head once)
+  uint64_t matrix_bytes = 0;             // packed bf16 bytes of all matrices (lm_head once)
 
  private:
-  std::vector<std::unique_ptr<MappedFile>> files_;
-  std::vector<std::unique_ptr<uint16_t[], void (*)(uint16_t*)>> owned_bf16_;
+  std::vector<std::unique_ptr<MappedFile>> files_;  // kept mapped only while loading
+  std::unique_ptr<WeightArena> arena_;
   std::vector<std::unique_ptr<float[]>> owned_f32_;
   friend class WeightsBuilder;
 };

@@ -11,7 +11,6 @@ export interface LoadOptions {
   kvCacheMemory?: number; // bytes for the KV cache (default: min(4 GiB, 25% of free memory))
   isa?: '' | 'avx512' | 'avx2';
   precise?: boolean;
-  copyWeights?: boolean;
 }
 
 export interface LoadedModel {
@@ -43,7 +42,6 @@ export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<Lo
     blockSize,
     isa: opts.isa ?? '',
     precise: opts.precise ?? true,
-    copyWeights: opts.copyWeights ?? true,
   });
   return { model, checkpoint, blockSize, kvBlocks, kvBlockBytes: perBlock };
 }

@@ -1,0 +1,157 @@
+// createApp: the runtime-agnostic Hono app (no node:* anywhere in src/gateway). Runtime adapters
+// (adapters/node.ts, adapters/workers.ts) only choose the EngineClient and serve `handle.fetch`.
+//
+// Middleware order: request record (id, log line, metrics) → CORS → auth (API routes only) → route.
+// Every failure goes through app.onError → errors.ts, the one mapping to HTTP.
+
+import { Hono, type Handler } from 'hono';
+import { cors } from 'hono/cors';
+import type { EngineClient } from '../protocol/engine-client.js';
+import { bearerAuth } from './auth.js';
+import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+import type { AppEnv, RouteDeps } from './deps.js';
+import { ApiError, toHttpError } from './errors.js';
+import { GatewayMetrics } from './metrics.js';
+import { RequestRecord, silentLogger, type FinishedRequest, type Logger } from './request-record.js';
+import { chatHandler } from './routes/chat.js';
+import { completionsHandler } from './routes/completions.js';
+import { healthHandler, readyHandler } from './routes/health.js';
+import { metricsHandler } from './routes/metrics.js';
+import { getModelHandler, listModelsHandler } from './routes/models.js';
+import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
+
+export interface CreateAppOptions {
+  engine: EngineClient;
+  /** When set, API routes require `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** CORS: allowed origins ('*' for any). Unset: no CORS headers (same-origin only). */
+  allowedOrigins?: string[] | '*';
+  /** The model name clients send and see; default: the engine's model id. */
+  servedModelName?: string;
+  /** Request body limit, enforced while reading. Default 4 MiB. */
+  maxBodyBytes?: number;
+  /** Largest accepted `n`. Default 16. */
+  maxN?: number;
+  /** pino-compatible logger; default silent. */
+  logger?: Logger;
+  metrics?: GatewayMetrics;
+  /** Clock in ms (tests); default Date.now. */
+  now?: () => number;
+}
+
+export interface AppHandle {
+  app: Hono<AppEnv>;
+  fetch: (req: Request) => Response | Promise<Response>;
+  metrics: GatewayMetrics;
+  /** While draining, /ready answers 503 (in-flight and new requests are still served). */
+  setDraining(draining: boolean): void;
+  readonly draining: boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createApp(opts: CreateAppOptions): AppHandle {
+  const logger = opts.logger ?? silentLogger;
+  const metrics = opts.metrics ?? new GatewayMetrics();
+  const now = opts.now ?? Date.now;
+  const deps: RouteDeps = {
+    engine: opts.engine,
+    maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    maxN: opts.maxN ?? 16,
+    now,
+    servedModelName: opts.servedModelName,
+    metrics,
+  };
+  let draining = false;
+  if (opts.servedModelName) metrics.setModelName(opts.servedModelName);
+
+  const finished = (r: FinishedRequest) => {
+    metrics.observe(r);
+    const line = {
+      reqId: r.id,
+      method: r.method,
+      route: r.route,
+      status: r.status,
+      promptTokens: r.promptTokens,
+      outputTokens: r.outputTokens,
+      ttftMs: r.ttft === null ? null : Math.round(r.ttft * 1000),
+      durationMs: Math.round(r.e2e * 1000),
+    };
+    if (r.status >= 500) logger.error(line, 'request failed');
+    else logger.info(line, 'request');
+  };
+
+  const app = new Hono<AppEnv>();
+  app.use('*', async (c, next) => {
+    const given = c.req.header('x-request-id');
+    const id = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    const rec = new RequestRecord(id, c.req.method, now, finished);
+    c.set('rec', rec);
+    await next();
+    c.res.headers.set('x-request-id', id);
+    // Streams end their record when the body finishes; a stream that failed before starting did not.
+    if (!rec.streaming || c.res.status !== 200) rec.end(c.res.status);
+    else rec.status = 200;
+  });
+  if (opts.allowedOrigins) {
+    const origins = opts.allowedOrigins;
+    app.use(
+      '*',
+      cors({
+        origin: origins === '*' ? '*' : (origin) => (origins.includes(origin) ? origin : null),
+        allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+        allowMethods: ['GET', 'POST', 'OPTIONS'],
+        exposeHeaders: ['X-Request-Id', 'Retry-After'],
+        maxAge: 600,
+      }),
+    );
+  }
+
+  // Every route is registered through `route`, which labels the request record for logs and metrics.
+  const route = (method: 'GET' | 'POST', path: string, handler: Handler<AppEnv>) => {
+    app.on(method, path, async (c, next) => {
+      c.get('rec').route = path;
+      return handler(c, next);
+    });
+    app.all(path, (c) => {
+      c.get('rec').route = path;
+      throw new ApiError(405, `Method ${c.req.method} is not allowed on ${path}; use ${method}.`, 'method_not_allowed', null, { allow: method });
+    });
+  };
+  const isDraining = () => draining;
+  route('GET', '/health', healthHandler());
+  route('GET', '/ready', readyHandler(deps, isDraining));
+  route('GET', '/metrics', metricsHandler(deps));
+
+  if (opts.apiKey) {
+    const auth = bearerAuth(opts.apiKey);
+    for (const path of ['/v1/*', '/tokenize', '/detokenize']) app.use(path, auth);
+  }
+  route('POST', '/v1/chat/completions', chatHandler(deps));
+  route('POST', '/v1/completions', completionsHandler(deps));
+  route('GET', '/v1/models', listModelsHandler(deps));
+  route('GET', '/v1/models/:id{.+}', getModelHandler(deps));
+  route('POST', '/tokenize', tokenizeHandler(deps));
+  route('POST', '/detokenize', detokenizeHandler(deps));
+
+  app.notFound(() => {
+    throw new ApiError(404, 'Not found: no such route.', 'not_found');
+  });
+  app.onError((err, c) => {
+    const e = toHttpError(err);
+    if (e.internal) logger.error({ reqId: c.get('rec')?.id, err: err instanceof Error ? err.stack : String(err) }, 'unhandled error');
+    return c.json(e.body, e.status as 400, e.headers);
+  });
+
+  return {
+    app,
+    fetch: (req) => app.fetch(req),
+    metrics,
+    setDraining: (d) => {
+      draining = d;
+    },
+    get draining() {
+      return draining;
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// Reading a JSON request body defensively: size-limited WHILE reading (a 10 MB upload is cut off at
+// the limit, not buffered first), strict UTF-8, bounded nesting depth, and an object at the top.
+// Every failure is an ApiError (400/413/415); nothing here can produce a 5xx.
+
+import { ApiError, badRequest } from './errors.js';
+
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Nesting beyond this is rejected before JSON.parse. Real requests nest ≤ 6 levels. */
+export const MAX_JSON_DEPTH = 32;
+
+const tooLarge = (max: number) =>
+  new ApiError(413, `request body exceeds the ${max}-byte limit`, 'request_too_large');
+
+export async function readJsonBody(req: Request, maxBytes: number): Promise<Record<string, unknown>> {
+  const type = req.headers.get('content-type');
+  // NOTE: a missing content type is accepted (curl without -H); an explicit non-JSON one is not.
+  if (type !== null && !/^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
+    throw new ApiError(415, `unsupported content type '${type.slice(0, 100)}'; use application/json`, 'unsupported_media_type');
+  }
+  const declared = req.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  const bytes = await readLimited(req, maxBytes);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw badRequest('request body is not valid UTF-8', null, 'invalid_encoding');
+  }
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw badRequest(`JSON nesting deeper than ${MAX_JSON_DEPTH} levels`, null, 'invalid_json');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`could not parse the JSON body: ${(err as Error).message.slice(0, 200)}`, null, 'invalid_json');
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+    throw badRequest('the request body must be a JSON object', null, 'invalid_json');
+  }
+  return json as Record<string, unknown>;
+}
+
+async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        // Stop pulling: the rest of the upload is never read into memory.
+        await reader.cancel().catch(() => undefined);
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw badRequest('could not read the request body', null, 'invalid_body');
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** Maximum bracket depth outside string literals (linear scan, no recursion). */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped char
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) max = Math.max(max, ++depth);
+    else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return max;
+}

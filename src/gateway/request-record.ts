@@ -1,0 +1,82 @@
+// Per-request bookkeeping for the log line and the metrics: created by the outermost middleware,
+// filled by handlers (tokens, TTFT, finish reasons), ended exactly once — when the response is
+// returned, or for streams when the SSE body finishes or is cancelled.
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
+export interface FinishedRequest {
+  id: string;
+  method: string;
+  route: string;
+  status: number;
+  promptTokens: number;
+  outputTokens: number;
+  /** Seconds from request start to the first generated token (null: none generated). */
+  ttft: number | null;
+  /** Seconds between consecutive token-bearing engine steps. */
+  interTokenLatencies: number[];
+  e2e: number;
+  finishReasons: string[];
+  /** True for generation routes: they feed the vllm:* request histograms. */
+  generation: boolean;
+}
+
+export class RequestRecord {
+  route = 'unmatched';
+  status = 0;
+  promptTokens = 0;
+  outputTokens = 0;
+  ttft: number | null = null;
+  generation = false;
+  /** Set by handlers that return a stream: the middleware then leaves end() to the stream. */
+  streaming = false;
+  readonly finishReasons: string[] = [];
+  private readonly itl: number[] = [];
+  private lastTokenAt: number | null = null;
+  private ended = false;
+  private readonly startedAt: number;
+
+  constructor(
+    readonly id: string,
+    readonly method: string,
+    private readonly now: () => number,
+    private readonly onEnd: (r: FinishedRequest) => void,
+  ) {
+    this.startedAt = now();
+  }
+
+  /** Call for every engine step that produced `count` tokens (any choice). */
+  tokens(count: number): void {
+    if (count <= 0) return;
+    const t = this.now();
+    if (this.ttft === null) this.ttft = (t - this.startedAt) / 1000;
+    else if (this.lastTokenAt !== null) this.itl.push((t - this.lastTokenAt) / 1000);
+    this.lastTokenAt = t;
+    this.outputTokens += count;
+  }
+
+  end(status = this.status): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.status = status;
+    this.onEnd({
+      id: this.id,
+      method: this.method,
+      route: this.route,
+      status,
+      promptTokens: this.promptTokens,
+      outputTokens: this.outputTokens,
+      ttft: this.ttft,
+      interTokenLatencies: this.itl,
+      e2e: (this.now() - this.startedAt) / 1000,
+      finishReasons: this.finishReasons,
+      generation: this.generation,
+    });
+  }
+}

@@ -1,0 +1,12 @@
+// GET /metrics — Prometheus text. Engine series come from engine.stats() at scrape time; if the
+// engine does not answer, the scrape still succeeds (vllm:engine_up 0) so gateway series keep flowing.
+
+import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
+
+export function metricsHandler(deps: RouteDeps) {
+  return async (c: AppContext) => {
+    // Resolving the model also sets the metrics' model_name label.
+    const [stats] = await Promise.all([deps.engine.stats().catch(() => null), resolveModel(deps, undefined).catch(() => null)]);
+    return c.body(deps.metrics.render(stats), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+  };
+}

@@ -1,0 +1,22 @@
+// GET /v1/models and GET /v1/models/:id — OpenAI's model objects (+ vLLM's root / max_model_len).
+
+import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+
+async function modelObject(deps: RouteDeps) {
+  const { info, name } = await resolveModel(deps, undefined);
+  return { id: name, object: 'model' as const, created: info.createdAt, owned_by: 'ernie-edge', root: info.root, parent: null, max_model_len: info.maxModelLen };
+}
+
+export function listModelsHandler(deps: RouteDeps) {
+  return async (c: AppContext) => c.json({ object: 'list', data: [await modelObject(deps)] });
+}
+
+export function getModelHandler(deps: RouteDeps) {
+  return async (c: AppContext) => {
+    const model = await modelObject(deps);
+    const id = c.req.param('id');
+    if (id !== model.id) throw new ApiError(404, `The model \`${(id ?? '').slice(0, 200)}\` does not exist.`, 'model_not_found', 'model');
+    return c.json(model);
+  };
+}

@@ -1,0 +1,35 @@
+// POST /tokenize and POST /detokenize — vLLM's shapes:
+//   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?} → {count, max_model_len, tokens}
+//   {model?, tokens} → {prompt}
+
+import { readJsonBody } from '../body.js';
+import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
+import { badRequest } from '../errors.js';
+import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
+
+export function tokenizeHandler(deps: RouteDeps) {
+  return async (c: AppContext) => {
+    const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    await resolveModel(deps, body.model);
+    const chat = 'messages' in body;
+    const { tokens, maxModelLen } = await deps.engine.tokenize({
+      prompt: chat ? undefined : body.prompt,
+      messages: chat ? body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join('') })) : undefined,
+      addSpecialTokens: body.add_special_tokens ?? true,
+      addGenerationPrompt: chat ? (body.add_generation_prompt ?? true) : false,
+    });
+    return c.json({ count: tokens.length, max_model_len: maxModelLen, tokens });
+  };
+}
+
+export function detokenizeHandler(deps: RouteDeps) {
+  return async (c: AppContext) => {
+    const body = detokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    const { info } = await resolveModel(deps, body.model);
+    const bad = body.tokens.find((t) => t >= info.vocabSize);
+    if (bad !== undefined) {
+      throw badRequest(`token id ${bad} is out of vocabulary (size ${info.vocabSize})`, 'tokens');
+    }
+    return c.json(await deps.engine.detokenize(body.tokens));
+  };
+}

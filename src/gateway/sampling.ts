@@ -1,0 +1,88 @@
+// From a validated OpenAI request to the engine's SamplingParams: applies the model's generation
+// defaults and the checks that need the model (vocab size, max_model_len) or the app's limits.
+//
+// vLLM extras, decided: `ignore_eos`, `skip_special_tokens`, `stop_token_ids`, `top_k`, `min_p`,
+// `repetition_penalty` and `return_tokens_as_token_ids` are supported; `min_tokens` > 0 is rejected
+// (the engine contract has no such knob, and silently ignoring it would change outputs).
+
+import type { ModelInfo, SamplingParams } from '../protocol/engine-client.js';
+import { badRequest } from './errors.js';
+import type { ChatRequest, CompletionRequest } from './schemas.js';
+
+type Common = ChatRequest | CompletionRequest;
+
+export interface StreamPlan {
+  stream: boolean;
+  includeUsage: boolean;
+  continuousUsage: boolean;
+}
+
+export function streamPlan(body: Common): StreamPlan {
+  const stream = body.stream === true;
+  if (body.stream_options && !stream) {
+    throw badRequest("The 'stream_options' parameter is only allowed when 'stream' is enabled.", 'stream_options');
+  }
+  return {
+    stream,
+    includeUsage: body.stream_options?.include_usage === true,
+    continuousUsage: body.stream_options?.continuous_usage_stats === true,
+  };
+}
+
+export function checkN(body: Common, maxN: number): number {
+  const n = body.n ?? 1;
+  if (n > maxN) throw badRequest(`n must be at most ${maxN}, got ${n}`, 'n');
+  return n;
+}
+
+export function buildSampling(
+  body: Common,
+  model: ModelInfo,
+  opts: { maxTokens: number | null; logprobs: number | null },
+): SamplingParams {
+  const d = model.generationDefaults;
+  if (opts.maxTokens !== null && opts.maxTokens > model.maxModelLen) {
+    throw badRequest(
+      `max_tokens (${opts.maxTokens}) exceeds the model's maximum context length of ${model.maxModelLen} tokens`,
+      'max_tokens',
+    );
+  }
+  if ((body.min_tokens ?? 0) > 0) throw badRequest('min_tokens is not supported by this server', 'min_tokens');
+  const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  return {
+    maxTokens: opts.maxTokens,
+    temperature: body.temperature ?? d.temperature ?? 1,
+    topP: body.top_p ?? d.topP ?? 1,
+    topK: body.top_k ?? d.topK ?? -1,
+    minP: body.min_p ?? 0,
+    repetitionPenalty: body.repetition_penalty ?? d.repetitionPenalty ?? 1,
+    frequencyPenalty: body.frequency_penalty ?? 0,
+    presencePenalty: body.presence_penalty ?? 0,
+    logitBias: logitBias(body.logit_bias ?? {}, model.vocabSize),
+    seed: body.seed ?? null,
+    stop: stop.filter((s) => s.length > 0),
+    stopTokenIds: (body.stop_token_ids ?? []).map((id) => checkTokenId(id, model.vocabSize, 'stop_token_ids')),
+    ignoreEos: body.ignore_eos ?? false,
+    logprobs: opts.logprobs,
+    skipSpecialTokens: body.skip_special_tokens ?? true,
+  };
+}
+
+/** Keys are token-id strings ("123"), values −100..100 (OpenAI's range; out of range is a 400, not clamped). */
+function logitBias(bias: Record<string, number>, vocabSize: number): Record<number, number> {
+  const out: Record<number, number> = {};
+  const entries = Object.entries(bias);
+  if (entries.length > 1024) throw badRequest('logit_bias may have at most 1024 entries', 'logit_bias');
+  for (const [key, value] of entries) {
+    if (!/^\d{1,10}$/.test(key)) throw badRequest(`logit_bias key '${key.slice(0, 32)}' is not a token id`, 'logit_bias');
+    const id = checkTokenId(Number(key), vocabSize, 'logit_bias');
+    if (!(value >= -100 && value <= 100)) throw badRequest('logit_bias values must be between -100 and 100', 'logit_bias');
+    out[id] = value;
+  }
+  return out;
+}
+
+function checkTokenId(id: number, vocabSize: number, param: string): number {
+  if (id >= vocabSize) throw badRequest(`token id ${id} is out of vocabulary (size ${vocabSize})`, param);
+  return id;
+}

@@ -1,0 +1,105 @@
+// Request schemas (zod). Unknown fields are stripped (ignored), like OpenAI and vLLM. Ranges follow
+// OpenAI's documented limits where it has them; checks that need the model (vocab size, max_model_len,
+// the configured max n) live in ./sampling.ts.
+
+import { z } from 'zod';
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const num = (min: number, max: number) => z.number().min(min).max(max);
+const opt = <T extends z.ZodType>(t: T) => t.nullish();
+
+/** A hard ceiling before the configurable maxN check, so absurd values fail fast. */
+export const MAX_N_HARD = 128;
+export const MAX_PROMPTS = 32;
+export const MAX_STOP_STRINGS = 16;
+export const MAX_TOP_LOGPROBS = 20;
+const MAX_TOKEN_ID = 2 ** 31 - 1;
+
+const streamOptions = z.object({
+  include_usage: opt(z.boolean()),
+  continuous_usage_stats: opt(z.boolean()),
+});
+
+/** Fields shared by /v1/chat/completions and /v1/completions. */
+const common = {
+  model: opt(z.string().max(512)),
+  n: opt(int(1, MAX_N_HARD)),
+  temperature: opt(num(0, 2)),
+  top_p: opt(z.number().gt(0).max(1)),
+  top_k: opt(int(-1, MAX_TOKEN_ID)),
+  min_p: opt(num(0, 1)),
+  frequency_penalty: opt(num(-2, 2)),
+  presence_penalty: opt(num(-2, 2)),
+  repetition_penalty: opt(z.number().gt(0).max(10)),
+  logit_bias: opt(z.record(z.string(), z.number())),
+  seed: opt(z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)),
+  stop: opt(z.union([z.string().max(1024), z.array(z.string().max(1024)).max(MAX_STOP_STRINGS)])),
+  stop_token_ids: opt(z.array(int(0, MAX_TOKEN_ID)).max(64)),
+  max_tokens: opt(int(1, MAX_TOKEN_ID)),
+  stream: opt(z.boolean()),
+  stream_options: opt(streamOptions),
+  user: opt(z.string().max(1024)),
+  // vLLM extensions
+  ignore_eos: opt(z.boolean()),
+  skip_special_tokens: opt(z.boolean()),
+  return_tokens_as_token_ids: opt(z.boolean()),
+  min_tokens: opt(int(0, MAX_TOKEN_ID)),
+};
+
+const textPart = z.object({ type: z.literal('text'), text: z.string() });
+export const chatMessageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
+  // null is allowed for assistant turns (OpenAI sends it alongside tool_calls).
+  content: z.union([z.string(), z.array(textPart).max(1024)]).nullable(),
+  name: opt(z.string().max(256)),
+});
+export type ChatMessageIn = z.infer<typeof chatMessageSchema>;
+
+export const chatRequestSchema = z.object({
+  ...common,
+  messages: z.array(chatMessageSchema).min(1).max(4096),
+  max_completion_tokens: opt(int(1, MAX_TOKEN_ID)),
+  logprobs: opt(z.boolean()),
+  top_logprobs: opt(int(0, MAX_TOP_LOGPROBS)),
+  tools: opt(z.array(z.unknown()).max(0, 'tools / function calling are not supported by this server')),
+  tool_choice: opt(z.union([z.literal('none'), z.literal('auto')])),
+  response_format: opt(z.object({ type: z.literal('text') })),
+  add_generation_prompt: opt(z.boolean()),
+});
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+const tokenIds = z.array(int(0, MAX_TOKEN_ID)).min(1);
+export const completionRequestSchema = z.object({
+  ...common,
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).min(1).max(MAX_PROMPTS),
+    tokenIds,
+    z.array(tokenIds).min(1).max(MAX_PROMPTS),
+  ]),
+  echo: opt(z.boolean()),
+  logprobs: opt(int(0, MAX_TOP_LOGPROBS)),
+  suffix: opt(z.string().max(0, 'suffix is not supported by this server')),
+  best_of: opt(int(1, MAX_N_HARD)),
+});
+export type CompletionRequest = z.infer<typeof completionRequestSchema>;
+
+export const tokenizeRequestSchema = z.union([
+  z.object({
+    model: opt(z.string().max(512)),
+    prompt: z.string(),
+    add_special_tokens: opt(z.boolean()),
+  }),
+  z.object({
+    model: opt(z.string().max(512)),
+    messages: z.array(chatMessageSchema).min(1).max(4096),
+    add_special_tokens: opt(z.boolean()),
+    add_generation_prompt: opt(z.boolean()),
+  }),
+]);
+export type TokenizeBody = z.infer<typeof tokenizeRequestSchema>;
+
+export const detokenizeRequestSchema = z.object({
+  model: opt(z.string().max(512)),
+  tokens: z.array(int(0, MAX_TOKEN_ID)).max(1_000_000),
+});

@@ -1,0 +1,227 @@
+// The engine protocol's messages: one zod schema per message type, used by BOTH sides' decoders, so
+// the gateway (FramedEngineClient) and the sidecar (serveEngine) are checked against the same contract.
+//
+// Frame payloads are UTF-8 JSON (TS↔TS only: the native engine never sees them). The message type lives
+// in the frame's type byte, not in the JSON. Streams are multiplexed by request id (`id`, the
+// SubmitRequest id); unary calls carry a correlation id (`cid`) answered by one REPLY.
+//
+//   client → server: HELLO, SUBMIT, ABORT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE
+//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), EVENT (per request id), REPLY (per cid)
+
+import { z } from 'zod';
+import type {
+  EngineEvent,
+  EngineStats,
+  Health,
+  ModelInfo,
+  SubmitRequest,
+  TokenizeRequest,
+} from './engine-client.js';
+import { encodeFrame, FrameError, type Frame } from './framing.js';
+
+/** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
+export const PROTOCOL_VERSION = 1;
+
+export const MsgType = {
+  HELLO: 0x01,
+  HELLO_OK: 0x02,
+  HELLO_ERR: 0x03,
+  SUBMIT: 0x10,
+  ABORT: 0x11,
+  EVENT: 0x12,
+  STATS: 0x20,
+  HEALTH: 0x21,
+  MODEL: 0x22,
+  TOKENIZE: 0x23,
+  DETOKENIZE: 0x24,
+  REPLY: 0x30,
+} as const;
+export type MsgTypeName = keyof typeof MsgType;
+
+// ---- shared pieces (mirroring engine-client.ts; compile-time checks at the bottom keep them in sync) ----
+const num = z.number().finite();
+const int = z.number().int();
+export const errorCodeSchema = z.enum(['INVALID_REQUEST', 'QUEUE_FULL', 'NOT_READY', 'ENGINE_DEAD', 'INTERNAL']);
+export const wireErrorSchema = z.object({ code: errorCodeSchema, message: z.string(), param: z.string().nullable() });
+const finishReason = z.enum(['stop', 'length', 'abort', 'error']);
+const chatMessage = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
+  content: z.string(),
+});
+const prompt = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('text'), text: z.string() }),
+  z.object({ kind: z.literal('tokens'), ids: z.array(int) }),
+  z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean() }),
+]);
+const sampling = z.object({
+  maxTokens: int.nullable(),
+  temperature: num,
+  topP: num,
+  topK: int,
+  minP: num,
+  repetitionPenalty: num,
+  frequencyPenalty: num,
+  presencePenalty: num,
+  logitBias: z.record(z.string(), num),
+  seed: int.nullable(),
+  stop: z.array(z.string()),
+  stopTokenIds: z.array(int),
+  ignoreEos: z.boolean(),
+  logprobs: int.nullable(),
+  skipSpecialTokens: z.boolean(),
+});
+export const submitRequestSchema = z.object({ id: z.string(), prompt, sampling, n: int, echo: z.boolean() });
+const topEntry = z.object({ tokenId: int, token: z.string(), bytes: z.array(int), logprob: num });
+const tokenLogprob = topEntry.extend({ top: z.array(topEntry) });
+const choiceDelta = z.object({
+  index: int,
+  text: z.string(),
+  tokenIds: z.array(int),
+  logprobs: z.array(tokenLogprob).optional(),
+  finishReason: finishReason.optional(),
+  stopReason: z.union([z.string(), int]).nullable().optional(),
+  error: z.object({ code: errorCodeSchema, message: z.string() }).optional(),
+});
+export const engineEventSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('accepted'),
+    promptTokens: int,
+    promptTokenIds: z.array(int).optional(),
+    promptText: z.string().optional(),
+  }),
+  z.object({ type: z.literal('delta'), choices: z.array(choiceDelta) }),
+  z.object({
+    type: z.literal('done'),
+    usage: z.object({ promptTokens: int, completionTokens: int, cachedTokens: int }),
+    timing: z.object({ queued: num, ttft: num.nullable(), e2e: num }),
+  }),
+]);
+/** On the wire a stream may also end with an error event: the request failed as a whole (EngineError). */
+const wireEvent = z.union([engineEventSchema, wireErrorSchema.extend({ type: z.literal('error') })]);
+
+export const statsSchema = z.object({
+  running: int,
+  waiting: int,
+  kvBlocksTotal: int,
+  kvBlocksFree: int,
+  kvUsage: num,
+  preemptions: int,
+  prefixCacheQueries: int,
+  prefixCacheHits: int,
+  promptTokens: int,
+  generationTokens: int,
+  stepTimeMs: num,
+});
+export const healthSchema = z.object({
+  ready: z.boolean(),
+  loading: z.boolean(),
+  draining: z.boolean(),
+  message: z.string().optional(),
+});
+export const modelInfoSchema = z.object({
+  id: z.string(),
+  root: z.string(),
+  maxModelLen: int,
+  vocabSize: int,
+  createdAt: num,
+  generationDefaults: z.object({ temperature: num, topP: num, topK: int, repetitionPenalty: num }).partial(),
+  placeholder: z.boolean(),
+});
+export const tokenizeRequestSchema = z.object({
+  prompt: z.string().optional(),
+  messages: z.array(chatMessage).optional(),
+  addSpecialTokens: z.boolean(),
+  addGenerationPrompt: z.boolean(),
+});
+export const tokenizeResultSchema = z.object({ tokens: z.array(int), maxModelLen: int });
+export const detokenizeResultSchema = z.object({ prompt: z.string() });
+
+// ---- the messages, keyed by type name ----
+const cid = int.nonnegative();
+export const messageSchemas = {
+  HELLO: z.object({ version: int, secret: z.string().optional() }),
+  HELLO_OK: z.object({ version: int, model: modelInfoSchema }),
+  HELLO_ERR: z.object({ version: int, code: errorCodeSchema, message: z.string() }),
+  SUBMIT: z.object({ req: submitRequestSchema }),
+  ABORT: z.object({ id: z.string(), cid }),
+  EVENT: z.object({ id: z.string(), event: wireEvent }),
+  STATS: z.object({ cid }),
+  HEALTH: z.object({ cid }),
+  MODEL: z.object({ cid }),
+  TOKENIZE: z.object({ cid, req: tokenizeRequestSchema }),
+  DETOKENIZE: z.object({ cid, tokens: z.array(int) }),
+  REPLY: z.union([
+    z.object({ cid, ok: z.literal(true), result: z.unknown() }),
+    z.object({ cid, ok: z.literal(false), error: wireErrorSchema }),
+  ]),
+} satisfies Record<MsgTypeName, z.ZodType>;
+
+export type MessageBody<T extends MsgTypeName> = z.infer<(typeof messageSchemas)[T]>;
+export type Message = { [T in MsgTypeName]: { type: T; body: MessageBody<T> } }[MsgTypeName];
+export type WireEvent = z.infer<typeof wireEvent>;
+export type WireError = z.infer<typeof wireErrorSchema>;
+/** The unary calls and the result schema each one's REPLY is checked against. */
+export const callResultSchemas = {
+  ABORT: z.null(),
+  STATS: statsSchema,
+  HEALTH: healthSchema,
+  MODEL: modelInfoSchema,
+  TOKENIZE: tokenizeResultSchema,
+  DETOKENIZE: detokenizeResultSchema,
+} as const;
+
+const typeByByte = new Map<number, MsgTypeName>(
+  (Object.entries(MsgType) as [MsgTypeName, number][]).map(([name, byte]) => [byte, name]),
+);
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function encodeMessage<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array {
+  return encodeFrame(MsgType[type], utf8Encoder.encode(JSON.stringify(body)), maxFrameBytes);
+}
+
+/** Decodes and validates one frame. Throws ProtocolError for unknown types, bad UTF-8/JSON or schema misses. */
+export function decodeMessage(frame: Frame): Message {
+  const type = typeByByte.get(frame.type);
+  if (type === undefined) throw new ProtocolError(`unknown message type 0x${frame.type.toString(16)}`);
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8Decoder.decode(frame.payload));
+  } catch {
+    throw new ProtocolError(`${type}: payload is not UTF-8 JSON`);
+  }
+  const parsed = messageSchemas[type].safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ProtocolError(`${type}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
+  }
+  return { type, body: parsed.data } as Message;
+}
+
+export class ProtocolError extends FrameError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+}
+
+/** Constant-time string comparison (no node:crypto here): time depends only on the lengths. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const x = utf8Encoder.encode(a);
+  const y = utf8Encoder.encode(b);
+  let diff = x.length ^ y.length;
+  const len = Math.max(x.length, y.length);
+  for (let i = 0; i < len; i++) diff |= (x[i % (x.length || 1)] ?? 0) ^ (y[i % (y.length || 1)] ?? 0);
+  return diff === 0;
+}
+
+// ---- compile-time proof that the schemas and engine-client.ts describe the same shapes ----
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+function assertSame<T extends true>(): T | void {}
+assertSame<Same<z.infer<typeof submitRequestSchema>['prompt'], SubmitRequest['prompt']>>();
+assertSame<Same<Omit<z.infer<typeof submitRequestSchema>['sampling'], 'logitBias'>, Omit<SubmitRequest['sampling'], 'logitBias'>>>();
+assertSame<Same<z.infer<typeof engineEventSchema>, EngineEvent>>();
+assertSame<Same<z.infer<typeof statsSchema>, EngineStats>>();
+assertSame<Same<z.infer<typeof healthSchema>, Health>>();
+assertSame<Same<z.infer<typeof modelInfoSchema>, ModelInfo>>();
+assertSame<Same<z.infer<typeof tokenizeRequestSchema>, TokenizeRequest>>();
