@@ -1,0 +1,106 @@
+// Chat templates: tokenizer_config.json's `chat_template`, rendered with @huggingface/jinja exactly as
+// transformers' apply_chat_template renders it (messages, add_generation_prompt, and the special-token
+// fields of the config: bos_token, eos_token, cls_token, sep_token, …).
+//
+// Injection safety: `renderSegments` renders once more with a per-message sentinel in place of each
+// content, so the output splits into template text (trusted: its markers become control ids) and user
+// content (untrusted: `<|end_of_sentence|>` typed by a user stays plain text). The sentinel render must
+// reproduce the real render once contents are put back; when a template transforms content (e.g. `|trim`)
+// the contents (as given, or trimmed) are located in the real render in message order instead; failing
+// both, rendering refuses (TemplateError) rather than let user text be parsed as markers.
+
+import { randomUUID } from 'node:crypto';
+import { Template } from '@huggingface/jinja';
+import type { ChatMessage, ChatOptions, TextSegment } from './types.js';
+
+/**
+ * Used when a checkpoint ships no chat_template: the ERNIE-4.5 template itself (transformers'
+ * `DEFAULT_CHAT_TEMPLATE` in convert_ernie4_5_tokenizer.py, identical to the 0.3B's tokenizer_config):
+ *   <|begin_of_sentence|>{system}\nUser: {user}\nAssistant: {assistant}<|end_of_sentence|>…Assistant: 
+ */
+export const FALLBACK_CHAT_TEMPLATE =
+  '{%- if not add_generation_prompt is defined -%}\n    {%- set add_generation_prompt = true -%}\n{%- endif -%}\n' +
+  '{%- if not cls_token is defined -%}\n    {%- set cls_token = "<|begin_of_sentence|>" -%}\n{%- endif -%}\n' +
+  '{%- if not sep_token is defined -%}\n    {%- set sep_token = "<|end_of_sentence|>" -%}\n{%- endif -%}\n' +
+  '{{- cls_token -}}\n{%- for message in messages -%}\n    {%- if message["role"] == "user" -%}\n' +
+  '        {{- "User: " + message["content"] + "\n" -}}\n    {%- elif message["role"] == "assistant" -%}\n' +
+  '        {{- "Assistant: " + message["content"] + sep_token -}}\n    {%- elif message["role"] == "system" -%}\n' +
+  '        {{- message["content"] + "\n" -}}\n    {%- endif -%}\n{%- endfor -%}\n' +
+  '{%- if add_generation_prompt -%}\n    {{- "Assistant: " -}}\n{%- endif -%}';
+
+export class TemplateError extends Error {
+  override name = 'TemplateError';
+}
+
+export class ChatTemplate {
+  private readonly compiled: Template;
+
+  constructor(
+    readonly text: string,
+    /** Where the template came from, for the start-up log. */
+    readonly source: string,
+    /** Special-token fields passed to every render (bos_token → "<s>", cls_token → …). */
+    private readonly specialTokens: Readonly<Record<string, string>>,
+  ) {
+    try {
+      this.compiled = new Template(text);
+    } catch (e) {
+      throw new TemplateError(`chat template from ${source} does not parse: ${(e as Error).message}`);
+    }
+  }
+
+  render(messages: readonly ChatMessage[], opts: ChatOptions = {}): string {
+    try {
+      return this.compiled.render({
+        ...this.specialTokens,
+        messages,
+        add_generation_prompt: opts.addGenerationPrompt ?? true,
+        // raise_exception is a built-in of @huggingface/jinja (throws an Error, wrapped below).
+      });
+    } catch (e) {
+      if (e instanceof TemplateError) throw e;
+      throw new TemplateError(`chat template failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** The render as trusted template text and untrusted message content, in order (see the file note). */
+  renderSegments(messages: readonly ChatMessage[], opts: ChatOptions = {}): TextSegment[] {
+    const real = this.render(messages, opts);
+    const nonce = randomUUID();
+    const sentinel = (i: number): string => `\uE000${nonce}:${i}\uE001`;
+    const withSentinels = messages.map((m, i) => (typeof m.content === 'string' ? { ...m, content: sentinel(i) } : m));
+    const rendered = this.render(withSentinels, opts);
+    const re = new RegExp(`\uE000${nonce}:(\\d+)\uE001`, 'g');
+    const segments: TextSegment[] = [];
+    let last = 0;
+    for (const m of rendered.matchAll(re)) {
+      if (m.index > last) segments.push({ text: rendered.slice(last, m.index), parseSpecial: true });
+      segments.push({ text: messages[Number(m[1])]!.content, parseSpecial: false });
+      last = m.index + m[0].length;
+    }
+    if (last < rendered.length) segments.push({ text: rendered.slice(last), parseSpecial: true });
+    if (segments.map((s) => s.text).join('') === real) return segments;
+    return locateContents(real, messages);
+  }
+}
+
+/** Fallback: find each content (or its trimmed form) in the real render, in message order. */
+function locateContents(real: string, messages: readonly ChatMessage[]): TextSegment[] {
+  const segments: TextSegment[] = [];
+  let cursor = 0;
+  for (const m of messages) {
+    if (typeof m.content !== 'string') continue;
+    // As given, or trimmed (the one rewrite chat templates commonly apply: `| trim`, `.strip()`).
+    const content = real.indexOf(m.content, cursor) >= 0 ? m.content : m.content.trim();
+    if (content.length === 0) continue;
+    const at = real.indexOf(content, cursor);
+    if (at < 0) {
+      throw new TemplateError('the chat template rewrites message content; it cannot be encoded without letting user text become control tokens');
+    }
+    if (at > cursor) segments.push({ text: real.slice(cursor, at), parseSpecial: true });
+    segments.push({ text: content, parseSpecial: false });
+    cursor = at + content.length;
+  }
+  if (cursor < real.length) segments.push({ text: real.slice(cursor), parseSpecial: true });
+  return segments;
+}

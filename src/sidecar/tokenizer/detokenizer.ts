@@ -1,0 +1,157 @@
+// Streaming detokenization: ids in, client-safe text out.
+// Contract (ARCHITECTURE.md: "text never reaches the client half-decoded"):
+//  - text is released only as complete UTF-8: the bytes of a character split over byte-fallback pieces
+//    are held until the character completes; a byte that can no longer start a well-formed character
+//    becomes U+FFFD right away (sentencepiece's per-byte rule, utf8.ts); an unfinished character at a
+//    non-byte piece or at flush() becomes one U+FFFD per held byte;
+//  - stop strings are matched on the text across token borders; no part of a stop string is ever
+//    released: the longest suffix that is a prefix of some stop string is held back; on a match the text
+//    before it is released and the detokenizer is finished (later pushes return nothing);
+//  - concatenated output == tokenizer.decode(all ids) for well-formed output (ids the tokenizer does not
+//    know and skipped special ids contribute nothing and do not break a byte run, as in the references).
+// Known difference: for tokenizer.json (HF) a byte run that is invalid as a whole decodes to U+FFFD for
+// EVERY byte in decode(); streaming has already released the run's complete characters by then, so the
+// stream shows them and U+FFFD only for the bad bytes (the sentencepiece rule).
+
+import type { Tokenizer } from './types.js';
+import { REPLACEMENT, utf8CharState, utf8DecodeValid } from './utf8.js';
+
+export interface DetokenizerOptions {
+  /** Stop strings (OpenAI `stop`); empty strings are ignored. */
+  stop?: readonly string[];
+  /** Drop special ids (control markers, eos) from the text. */
+  skipSpecialTokens?: boolean;
+}
+
+/** One pushed id, for logprobs: its own bytes and text (tokenText), independent of the stream state. */
+export interface TokenInfo {
+  id: number;
+  text: string;
+  bytes: Uint8Array;
+}
+
+export interface PushResult {
+  /** Text safe to send now (may be ''). */
+  text: string;
+  /** Set once, on the push that completed a stop string. */
+  stopped: null | { stop: string };
+  /** One entry per pushed id, in order (also after a stop, so logprobs can still be reported). */
+  tokens: TokenInfo[];
+}
+
+export class IncrementalDetokenizer {
+  private readonly stops: string[];
+  private readonly maxStopLen: number;
+  private readonly skipSpecial: boolean;
+  private readonly pending = new Uint8Array(4); // bytes of an unfinished character (≤ 3 in practice)
+  private pendingLen = 0;
+  private held = ''; // released text withheld because it may begin a stop string
+  private stoppedBy: string | null = null;
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    opts: DetokenizerOptions = {},
+  ) {
+    this.stops = (opts.stop ?? []).filter((s) => s.length > 0);
+    this.maxStopLen = this.stops.reduce((m, s) => Math.max(m, s.length), 0);
+    this.skipSpecial = opts.skipSpecialTokens ?? false;
+  }
+
+  /** The stop string that ended the stream, if any. */
+  get stop(): string | null {
+    return this.stoppedBy;
+  }
+
+  push(ids: readonly number[]): PushResult {
+    const tokens: TokenInfo[] = [];
+    let text = '';
+    for (const id of ids) {
+      tokens.push({ id, text: this.tokenizer.tokenText(id), bytes: this.tokenizer.tokenBytes(id) });
+      if (this.stoppedBy !== null) continue;
+      const p = this.tokenizer.streamPiece(id);
+      if (p === null || (this.skipSpecial && this.tokenizer.specialIds.has(id))) continue;
+      if (typeof p === 'number') text += this.pushByte(p);
+      else {
+        if (this.pendingLen > 0) text += this.dropPending();
+        text += p;
+      }
+    }
+    if (this.stoppedBy !== null) return { text: '', stopped: null, tokens };
+    const out = this.release(text, false);
+    return { text: out, stopped: this.stoppedBy !== null ? { stop: this.stoppedBy } : null, tokens };
+  }
+
+  /**
+   * End of stream: an unfinished character becomes U+FFFD per byte, and the held-back stop-string prefix
+   * is released (the stop string did not occur, so it is ordinary text). '' after a stop.
+   */
+  flush(): string {
+    if (this.stoppedBy !== null) return '';
+    const tail = this.pendingLen > 0 ? this.dropPending() : '';
+    return this.release(tail, true);
+  }
+
+  private pushByte(b: number): string {
+    this.pending[this.pendingLen++] = b;
+    let out = '';
+    // pending[0..len) was a proper prefix of a well-formed character before this byte; re-examine it.
+    let i = 0;
+    while (i < this.pendingLen) {
+      const n = utf8CharState(this.pending, i, this.pendingLen);
+      if (n === 0) break; // still unfinished: wait for more bytes
+      if (n > 0) out += utf8DecodeValid(this.pending.subarray(i, i + n));
+      else out += REPLACEMENT; // this byte cannot start a character: one U+FFFD, resume at the next
+      i += n > 0 ? n : 1;
+    }
+    if (i > 0) {
+      this.pending.copyWithin(0, i, this.pendingLen);
+      this.pendingLen -= i;
+    }
+    return out;
+  }
+
+  private dropPending(): string {
+    const s = REPLACEMENT.repeat(this.pendingLen);
+    this.pendingLen = 0;
+    return s;
+  }
+
+  /** Applies stop strings to new text; returns what may be sent now. */
+  private release(text: string, final: boolean): string {
+    if (this.stops.length === 0) return text;
+    const all = this.held + text;
+    if (all.length === 0) return '';
+    let at = -1;
+    let which = '';
+    // The held text has no complete stop string, so a match must end inside the new text.
+    const from = Math.max(0, this.held.length - this.maxStopLen + 1);
+    for (const s of this.stops) {
+      const i = all.indexOf(s, from);
+      if (i >= 0 && (at < 0 || i < at || (i === at && s.length > which.length))) {
+        at = i;
+        which = s;
+      }
+    }
+    if (at >= 0) {
+      this.stoppedBy = which;
+      this.held = '';
+      return all.slice(0, at);
+    }
+    if (final) {
+      this.held = '';
+      return all;
+    }
+    const keep = this.heldSuffix(all);
+    this.held = all.slice(all.length - keep);
+    return all.slice(0, all.length - keep);
+  }
+
+  /** Length of the longest suffix of `s` that is a proper prefix of some stop string. */
+  private heldSuffix(s: string): number {
+    for (let k = Math.min(s.length, this.maxStopLen - 1); k > 0; k--) {
+      const suffix = s.slice(s.length - k);
+      if (this.stops.some((stop) => stop.startsWith(suffix))) return k;
+    }
+    return 0;
+  }
+}
