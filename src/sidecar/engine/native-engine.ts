@@ -1,0 +1,86 @@
+// The contract of the native batching engine (native/src/engine/, built for the engine issue):
+// a step loop on its own native thread with a paged KV block pool, prefix caching, continuous
+// batching with chunked prefill, preemption by recompute and a sampler. The sidecar submits
+// token-id requests and receives every sequence's new tokens once per engine step.
+//
+// Everything here is token ids and numbers: text, chat templates, stop strings and OpenAI shapes
+// stay in TypeScript (stop strings: the sidecar's detokenizer sees them and calls abort()).
+
+/** A request as the engine sees it. Validated by the sidecar; the engine re-checks and refuses. */
+export interface EngineRequest {
+  id: number; // unique u32 chosen by the sidecar
+  prompt: Int32Array; // token ids, used exactly as given
+  maxTokens: number; // >= 1; the engine also stops at maxModelLen
+  n: number; // choices: forked after prefill, sharing the prompt's KV blocks (copy-on-write)
+  temperature: number; // 0 = greedy
+  topP: number; // (0, 1]
+  topK: number; // 0 = off
+  minP: number; // 0 = off
+  repetitionPenalty: number; // 1 = off (HF/vLLM semantics: divide positive logits, multiply negative)
+  frequencyPenalty: number; // 0 = off (OpenAI semantics, over generated tokens)
+  presencePenalty: number; // 0 = off
+  seed: number | null; // null: the engine draws one; choice i uses an independent stream
+  logitBiasIds: Int32Array;
+  logitBiasValues: Float32Array;
+  stopTokenIds: Int32Array; // generation ends after emitting one of these (eos ids unless ignore_eos)
+  logprobs: number; // -1: none; k >= 0: the chosen token's logprob plus the top-k alternatives
+}
+
+export const enum Finish {
+  None = 0,
+  Stop = 1, // a stop token was emitted (it is the last token of this output)
+  Length = 2, // maxTokens or maxModelLen reached
+  Abort = 3, // abort() or engine shutdown
+  Error = 4,
+}
+
+/** One choice's progress in one step. */
+export interface StepOutput {
+  id: number;
+  index: number; // choice index, 0..n-1
+  tokens: Int32Array; // tokens produced this step (normally one)
+  // Per token: logprob of the chosen token, and (when logprobs = k > 0) k alternatives each.
+  logprobs?: Float32Array;
+  topIds?: Int32Array; // tokens.length * k
+  topLogprobs?: Float32Array; // tokens.length * k
+  finish: Finish;
+  promptTokens: number;
+  cachedTokens: number; // prompt tokens served from the prefix cache
+  error?: string;
+}
+
+export interface EngineStatsNative {
+  running: number;
+  waiting: number;
+  kvBlocksTotal: number;
+  kvBlocksFree: number;
+  kvUsage: number;
+  preemptions: number;
+  prefixCacheQueries: number; // tokens looked up
+  prefixCacheHits: number; // tokens found
+  promptTokens: number;
+  generationTokens: number;
+  steps: number;
+  stepTimeMs: number; // last step
+}
+
+export interface EngineOptions {
+  maxNumSeqs: number; // default 256
+  maxNumBatchedTokens: number; // token budget per step, default 2048
+  maxModelLen: number; // default min(config max_position_embeddings, 8192)
+  enablePrefixCaching: boolean; // default true
+  seed: number; // engine RNG seed for requests without one (default 0)
+}
+
+export interface NativeEngine {
+  /** Queues a request; returns null, or the reason it can never run (refused up front). */
+  submit(req: EngineRequest): string | null;
+  /** Aborts a request (all its choices); its blocks return to the pool in the next step. Idempotent. */
+  abort(id: number): void;
+  stats(): EngineStatsNative;
+  /** Stops the step loop: running requests end with Finish.Abort. */
+  close(): Promise<void>;
+}
+
+/** onStep receives every step's outputs together (all sequences' new tokens in one call). */
+export type StepCallback = (outputs: StepOutput[]) => void;
