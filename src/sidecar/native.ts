@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import type { EngineOptions, NativeEngine, StepCallback } from './engine/native-engine.js';
 
 export interface NativeConfig {
   vocabSize: number;
@@ -70,8 +71,23 @@ export interface NativeModel {
   close(): void;
 }
 
+/** The block pool alone, for unit tests (hashes are 64-bit, as BigInt). */
+export interface NativeBlockPool {
+  allocate(): number; // -1 when none is free
+  incref(block: number): void;
+  decref(block: number): void;
+  acquire(block: number): void;
+  refCount(block: number): number;
+  numFree(): number;
+  cached(hash: bigint): number;
+  setHash(block: number, hash: bigint): void;
+  freeOrder(): number[];
+}
+
 export interface NativeAddon {
   loadModel(opts: NativeLoadOptions): Promise<NativeModel>;
+  createEngine(load: NativeLoadOptions, engine: Partial<EngineOptions>, onStep: StepCallback): Promise<NativeEngine>;
+  BlockPool: new (numBlocks: number) => NativeBlockPool;
   formulaTensor(name: string, numel: number, salt?: number): Promise<Buffer>;
   cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };
   abiVersion: number;

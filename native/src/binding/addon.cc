@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "binding/engine_wrap.h"
 #include "binding/model_wrap.h"
 #include "cpu/kernels.h"
 #include "formula/formula.h"
@@ -61,6 +62,9 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeModel", NativeModel::Init(env));
   exports.Set("loadModel", Napi::Function::New(env, NativeModel::Load));
+  exports.Set("NativeEngine", InitNativeEngine(env));
+  exports.Set("createEngine", Napi::Function::New(env, CreateEngine));
+  exports.Set("BlockPool", InitBlockPool(env));
   exports.Set("formulaTensor", Napi::Function::New(env, FormulaTensor));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
   exports.Set("abiVersion", Napi::Number::New(env, 1));

@@ -28,6 +28,25 @@ Status check_config(const ModelConfig& c) {
   return Status::ok();
 }
 
+}  // namespace
+
+Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
+  if (Status st = check_config(opts.config); !st.is_ok()) return st;
+  const cpu::Kernels* k = cpu::select_kernels(opts.isa);
+  if (!k) return Status::error("this CPU lacks the instruction set '" + (opts.isa.empty() ? "avx2" : opts.isa) + "'");
+  if (opts.kv_blocks <= 0 || opts.block_size <= 0) return Status::error("kvBlocks and blockSize must be positive");
+  auto w = ModelWeights::load(opts.config, opts.tensors);
+  if (!w.is_ok()) return w.status();
+  auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size);
+  if (!kv->ok()) return Status::error("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
+  auto m = std::make_shared<LoadedModel>();
+  m->pool = std::make_unique<ThreadPool>(opts.threads);
+  m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise);
+  return m;
+}
+
+namespace {
+
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, LoadOptions opts)
@@ -35,18 +54,9 @@ class LoadWorker : public Napi::AsyncWorker {
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    if (Status st = check_config(opts_.config); !st.is_ok()) return SetError(st.message());
-    const cpu::Kernels* k = cpu::select_kernels(opts_.isa);
-    if (!k) return SetError("this CPU lacks the instruction set '" + (opts_.isa.empty() ? "avx2" : opts_.isa) + "'");
-    if (opts_.kv_blocks <= 0 || opts_.block_size <= 0) return SetError("kvBlocks and blockSize must be positive");
-    auto w = ModelWeights::load(opts_.config, opts_.tensors);
-    if (!w.is_ok()) return SetError(w.status().message());
-    auto kv = std::make_unique<KvCache>(opts_.config, opts_.kv_blocks, opts_.block_size);
-    if (!kv->ok()) return SetError("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
-    model_ = std::make_shared<LoadedModel>();
-    model_->pool = std::make_unique<ThreadPool>(opts_.threads);
-    model_->runner = std::make_unique<ModelRunner>(opts_.config, w.take(), std::move(kv), model_->pool.get(), k,
-                                                   opts_.precise);
+    auto r = load_model(opts_);
+    if (!r.is_ok()) return SetError(r.status().message());
+    model_ = r.take();
   }
   void OnOK() override {
     auto* holder = new std::shared_ptr<LoadedModel>(model_);

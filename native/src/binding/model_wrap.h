@@ -18,6 +18,10 @@ struct LoadedModel {
   std::mutex mu;  // serialises forward calls
 };
 
+// Loads weights, KV cache, thread pool and runner (call off the event loop).
+struct LoadOptions;
+Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts);
+
 class NativeModel : public Napi::ObjectWrap<NativeModel> {
  public:
   static Napi::Function Init(Napi::Env env);

@@ -64,6 +64,9 @@ struct Kernels {
   void (*silu_mul)(const float* gate, const float* up, int n, float* out);  // silu(gate) * up
   void (*add_inplace)(float* x, const float* y, int n);
   void (*bf16_to_f32)(const bf16_t* src, int n, float* dst);
+  float (*max_val)(const float* x, int n);
+  // out[i] = exp(x[i] - shift) (out may be x, or nullptr to only sum); returns the sum.
+  float (*exp_sum)(const float* x, int n, float shift, float* out);
   // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: >= (num_heads
   // / num_kv_heads) * (start_pos + t1 + block_size) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);

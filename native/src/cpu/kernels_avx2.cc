@@ -76,7 +76,7 @@ void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ld
 }  // namespace
 
 extern const Kernels kKernels = {
-    "avx2", act_bytes, prepare_act, gemm, rmsnorm, silu_mul, add_inplace, bf16_to_f32, attention,
+    "avx2", act_bytes, prepare_act, gemm, rmsnorm, silu_mul, add_inplace, bf16_to_f32, max_val, exp_sum, attention,
 };
 
 }  // namespace ee::cpu::avx2

@@ -103,6 +103,15 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
   });
 }
 
+void ModelRunner::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
+  const size_t tile = size_t(cfg_.num_kv_heads) * size_t(kv_->block_size()) * size_t(cfg_.head_dim);
+  for (int l = 0; l < cfg_.num_layers; ++l)
+    for (const auto& [src, dst] : src_dst) {
+      std::memcpy(kv_->k(l) + kv_->tile(dst, 0), kv_->k(l) + kv_->tile(src, 0), tile * sizeof(float));
+      std::memcpy(kv_->v(l) + kv_->tile(dst, 0), kv_->v(l) + kv_->tile(src, 0), tile * sizeof(float));
+    }
+}
+
 Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) {
   if (Status st = validate(batch); !st.is_ok()) return st;
   const int H = cfg_.hidden_size, I = cfg_.intermediate_size, QD = cfg_.q_dim(), KVD = cfg_.kv_dim();

@@ -34,6 +34,9 @@ class ModelRunner {
   // Errors (bad token id, short block table, bad block id) leave the cache untouched.
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits);
 
+  // Copies whole KV blocks (all layers, K and V): copy-on-write after a fork.
+  void copy_blocks(const std::vector<std::pair<int, int>>& src_dst);
+
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return *w_; }
   KvCache& kv() { return *kv_; }

@@ -1,0 +1,274 @@
+#include "binding/engine_wrap.h"
+
+#include <memory>
+
+#include "binding/load_options.h"
+#include "binding/model_wrap.h"
+#include "engine/engine.h"
+
+namespace ee {
+
+namespace {
+
+Napi::FunctionReference* g_engine_ctor = nullptr;
+
+// Owns the thread pool and the engine (engine first out: it stops its thread before the pool goes).
+struct EngineHolder {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Engine> engine;
+  Napi::ThreadSafeFunction tsfn;
+};
+
+int num(const Napi::Object& o, const char* k, int dflt) {
+  Napi::Value v = o.Get(k);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : dflt;
+}
+float fnum(const Napi::Object& o, const char* k, float dflt) {
+  Napi::Value v = o.Get(k);
+  return v.IsNumber() ? v.As<Napi::Number>().FloatValue() : dflt;
+}
+template <typename T, typename A>
+std::vector<T> vec(const Napi::Value& v) {
+  if (!v.IsTypedArray()) return {};
+  A a = v.As<A>();
+  return std::vector<T>(a.Data(), a.Data() + a.ElementLength());
+}
+
+EngineConfig engine_config(const Napi::Object& o) {
+  EngineConfig c;
+  c.max_num_seqs = num(o, "maxNumSeqs", c.max_num_seqs);
+  c.max_num_batched_tokens = num(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
+  c.max_model_len = num(o, "maxModelLen", c.max_model_len);
+  if (o.Get("enablePrefixCaching").IsBoolean()) c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();
+  c.seed = uint64_t(num(o, "seed", 0));
+  return c;
+}
+
+Napi::Object to_js(Napi::Env env, const StepOutput& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", double(s.id));
+  o.Set("index", s.index);
+  auto toks = Napi::Int32Array::New(env, s.tokens.size());
+  std::copy(s.tokens.begin(), s.tokens.end(), toks.Data());
+  o.Set("tokens", toks);
+  if (!s.logprobs.empty()) {
+    auto lp = Napi::Float32Array::New(env, s.logprobs.size());
+    std::copy(s.logprobs.begin(), s.logprobs.end(), lp.Data());
+    o.Set("logprobs", lp);
+    auto ti = Napi::Int32Array::New(env, s.top_ids.size());
+    std::copy(s.top_ids.begin(), s.top_ids.end(), ti.Data());
+    o.Set("topIds", ti);
+    auto tl = Napi::Float32Array::New(env, s.top_logprobs.size());
+    std::copy(s.top_logprobs.begin(), s.top_logprobs.end(), tl.Data());
+    o.Set("topLogprobs", tl);
+  }
+  o.Set("finish", int(s.finish));
+  o.Set("promptTokens", s.prompt_tokens);
+  o.Set("cachedTokens", s.cached_tokens);
+  if (!s.error.empty()) o.Set("error", s.error);
+  return o;
+}
+
+class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
+ public:
+  explicit EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineWrap>(info) {
+    h_ = *info[0].As<Napi::External<std::shared_ptr<EngineHolder>>>().Data();
+  }
+
+  Napi::Value Submit(const Napi::CallbackInfo& info) {
+    if (!h_) throw Napi::Error::New(info.Env(), "engine is closed");
+    Napi::Object o = info[0].As<Napi::Object>();
+    RequestSpec r;
+    r.id = o.Get("id").As<Napi::Number>().Uint32Value();
+    r.prompt = vec<int32_t, Napi::Int32Array>(o.Get("prompt"));
+    r.max_tokens = num(o, "maxTokens", 16);
+    r.n = num(o, "n", 1);
+    r.temperature = fnum(o, "temperature", 1.0f);
+    r.top_p = fnum(o, "topP", 1.0f);
+    r.top_k = num(o, "topK", 0);
+    r.min_p = fnum(o, "minP", 0.0f);
+    r.repetition_penalty = fnum(o, "repetitionPenalty", 1.0f);
+    r.frequency_penalty = fnum(o, "frequencyPenalty", 0.0f);
+    r.presence_penalty = fnum(o, "presencePenalty", 0.0f);
+    Napi::Value seed = o.Get("seed");
+    if (seed.IsNumber()) {
+      r.has_seed = true;
+      r.seed = uint64_t(seed.As<Napi::Number>().Int64Value());
+    }
+    r.logit_bias_ids = vec<int32_t, Napi::Int32Array>(o.Get("logitBiasIds"));
+    r.logit_bias_values = vec<float, Napi::Float32Array>(o.Get("logitBiasValues"));
+    if (r.logit_bias_ids.size() != r.logit_bias_values.size())
+      return Napi::String::New(info.Env(), "logit bias ids and values differ in length");
+    r.stop_token_ids = vec<int32_t, Napi::Int32Array>(o.Get("stopTokenIds"));
+    r.logprobs = num(o, "logprobs", -1);
+    std::string err = h_->engine->submit(std::move(r));
+    return err.empty() ? info.Env().Null() : Napi::String::New(info.Env(), err);
+  }
+
+  Napi::Value Abort(const Napi::CallbackInfo& info) {
+    if (h_) h_->engine->abort(info[0].As<Napi::Number>().Uint32Value());
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    if (!h_) throw Napi::Error::New(info.Env(), "engine is closed");
+    EngineStats s = h_->engine->stats();
+    Napi::Object o = Napi::Object::New(info.Env());
+    o.Set("running", s.running);
+    o.Set("waiting", s.waiting);
+    o.Set("kvBlocksTotal", s.kv_blocks_total);
+    o.Set("kvBlocksFree", s.kv_blocks_free);
+    o.Set("kvUsage", s.kv_blocks_total ? 1.0 - double(s.kv_blocks_free) / s.kv_blocks_total : 0.0);
+    o.Set("preemptions", double(s.preemptions));
+    o.Set("prefixCacheQueries", double(s.prefix_queries));
+    o.Set("prefixCacheHits", double(s.prefix_hits));
+    o.Set("promptTokens", double(s.prompt_tokens));
+    o.Set("generationTokens", double(s.generation_tokens));
+    o.Set("steps", double(s.steps));
+    o.Set("stepTimeMs", s.step_ms);
+    o.Set("lastStepTokens", s.last_step_tokens);
+    o.Set("lastStepSeqs", s.last_step_seqs);
+    return o;
+  }
+
+  // close() -> Promise: stops the step thread off the event loop (a step may be in flight).
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    auto d = Napi::Promise::Deferred::New(info.Env());
+    if (!h_) {
+      d.Resolve(info.Env().Undefined());
+      return d.Promise();
+    }
+    struct Closer : Napi::AsyncWorker {
+      Closer(Napi::Env env, std::shared_ptr<EngineHolder> h, Napi::Promise::Deferred d)
+          : Napi::AsyncWorker(env), h(std::move(h)), d(d) {}
+      void Execute() override { h->engine->stop(); }
+      void OnOK() override {
+        h->tsfn.Release();
+        d.Resolve(Env().Undefined());
+      }
+      std::shared_ptr<EngineHolder> h;
+      Napi::Promise::Deferred d;
+    };
+    auto* w = new Closer(info.Env(), h_, d);
+    h_.reset();
+    w->Queue();
+    return d.Promise();
+  }
+
+ private:
+  std::shared_ptr<EngineHolder> h_;
+};
+
+class CreateWorker : public Napi::AsyncWorker {
+ public:
+  CreateWorker(Napi::Env env, LoadOptions lo, EngineConfig ec, Napi::Function on_step)
+      : Napi::AsyncWorker(env), lo_(std::move(lo)), ec_(ec), d_(Napi::Promise::Deferred::New(env)) {
+    tsfn_ = Napi::ThreadSafeFunction::New(env, on_step, "ernie-engine-steps", 0, 1);
+    tsfn_.Unref(env);  // an idle engine must not keep the process alive
+  }
+  Napi::Promise promise() { return d_.Promise(); }
+  void Execute() override {
+    auto r = load_model(lo_);
+    if (!r.is_ok()) return SetError(r.status().message());
+    std::shared_ptr<LoadedModel> m = r.take();
+    holder_ = std::make_shared<EngineHolder>();
+    holder_->pool = std::move(m->pool);
+    holder_->tsfn = tsfn_;
+    Napi::ThreadSafeFunction tsfn = tsfn_;
+    auto sink = [tsfn](std::vector<StepOutput>&& out) mutable {
+      auto* data = new std::vector<StepOutput>(std::move(out));
+      napi_status st = tsfn.NonBlockingCall(data, [](Napi::Env env, Napi::Function fn, std::vector<StepOutput>* d) {
+        Napi::Array arr = Napi::Array::New(env, d->size());
+        for (size_t i = 0; i < d->size(); ++i) arr.Set(uint32_t(i), to_js(env, (*d)[i]));
+        delete d;
+        fn.Call({arr});
+      });
+      if (st != napi_ok) delete data;  // the JS side is gone (closing)
+    };
+    holder_->engine = std::make_unique<Engine>(std::move(m->runner), holder_->pool.get(), ec_, sink);
+  }
+  void OnOK() override {
+    auto* hp = new std::shared_ptr<EngineHolder>(holder_);
+    auto ext = Napi::External<std::shared_ptr<EngineHolder>>::New(Env(), hp, [](Napi::Env, std::shared_ptr<EngineHolder>* p) { delete p; });
+    d_.Resolve(g_engine_ctor->New({ext}));
+  }
+  void OnError(const Napi::Error& e) override {
+    tsfn_.Release();
+    d_.Reject(e.Value());
+  }
+
+ private:
+  LoadOptions lo_;
+  EngineConfig ec_;
+  Napi::ThreadSafeFunction tsfn_;
+  std::shared_ptr<EngineHolder> holder_;
+  Napi::Promise::Deferred d_;
+};
+
+// BlockPool for unit tests (exact ids, ref counts, eviction order). Hashes are BigInts.
+class BlockPoolWrap : public Napi::ObjectWrap<BlockPoolWrap> {
+ public:
+  explicit BlockPoolWrap(const Napi::CallbackInfo& info)
+      : Napi::ObjectWrap<BlockPoolWrap>(info), p_(info[0].As<Napi::Number>().Int32Value()) {}
+  Napi::Value Allocate(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.allocate()); }
+  Napi::Value Incref(const Napi::CallbackInfo& i) { p_.incref(block(i)); return i.Env().Undefined(); }
+  Napi::Value Decref(const Napi::CallbackInfo& i) { p_.decref(block(i)); return i.Env().Undefined(); }
+  Napi::Value Acquire(const Napi::CallbackInfo& i) { p_.acquire(block(i)); return i.Env().Undefined(); }
+  Napi::Value RefCount(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.ref_count(block(i))); }
+  Napi::Value NumFree(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.num_free()); }
+  Napi::Value Cached(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.cached(hash(i[0]))); }
+  Napi::Value SetHash(const Napi::CallbackInfo& i) { p_.set_hash(block(i), hash(i[1])); return i.Env().Undefined(); }
+  Napi::Value FreeOrder(const Napi::CallbackInfo& i) {
+    auto v = p_.free_order();
+    Napi::Array a = Napi::Array::New(i.Env(), v.size());
+    for (size_t k = 0; k < v.size(); ++k) a.Set(uint32_t(k), v[k]);
+    return a;
+  }
+
+ private:
+  // Block ids are checked here: this class is driven by tests, and a bad id must not abort.
+  int block(const Napi::CallbackInfo& i) {
+    int b = i[0].As<Napi::Number>().Int32Value();
+    if (b < 0 || b >= p_.num_blocks()) throw Napi::RangeError::New(i.Env(), "block id out of range");
+    return b;
+  }
+  static uint64_t hash(const Napi::Value& v) {
+    bool lossless;
+    return v.As<Napi::BigInt>().Uint64Value(&lossless);
+  }
+  BlockPool p_;
+};
+
+}  // namespace
+
+Napi::Function InitNativeEngine(Napi::Env env) {
+  Napi::Function f = EngineWrap::DefineClass(env, "NativeEngine",
+                                             {EngineWrap::InstanceMethod("submit", &EngineWrap::Submit),
+                                              EngineWrap::InstanceMethod("abort", &EngineWrap::Abort),
+                                              EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
+                                              EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
+  g_engine_ctor = new Napi::FunctionReference(Napi::Persistent(f));
+  return f;
+}
+
+Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
+  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsObject() || !info[2].IsFunction())
+    throw Napi::TypeError::New(info.Env(), "createEngine(loadOptions, engineOptions, onStep)");
+  auto* w = new CreateWorker(info.Env(), parse_load_options(info[0].As<Napi::Object>()),
+                             engine_config(info[1].As<Napi::Object>()), info[2].As<Napi::Function>());
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Function InitBlockPool(Napi::Env env) {
+  using W = BlockPoolWrap;
+  return W::DefineClass(env, "BlockPool",
+                        {W::InstanceMethod("allocate", &W::Allocate), W::InstanceMethod("incref", &W::Incref),
+                         W::InstanceMethod("decref", &W::Decref), W::InstanceMethod("acquire", &W::Acquire),
+                         W::InstanceMethod("refCount", &W::RefCount), W::InstanceMethod("numFree", &W::NumFree),
+                         W::InstanceMethod("cached", &W::Cached), W::InstanceMethod("setHash", &W::SetHash),
+                         W::InstanceMethod("freeOrder", &W::FreeOrder)});
+}
+
+}  // namespace ee

@@ -1,0 +1,272 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/assert.h"
+
+namespace ee {
+
+namespace {
+constexpr int kMaxN = 128;
+constexpr int kMaxLogprobs = 64;
+}  // namespace
+
+Engine::Engine(std::unique_ptr<ModelRunner> runner, ThreadPool* pool, EngineConfig cfg, StepSink sink)
+    : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
+      kv_(runner_->kv().num_blocks(), runner_->kv().block_size(), cfg.prefix_caching),
+      sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens}),
+      sampler_(&runner_->kernels(), runner_->config().vocab_size), scratch_(size_t(pool->size())),
+      seed_rng_(cfg.seed) {
+  publish_stats(0, 0, 0);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Engine::submit(RequestSpec r) {
+  const int V = runner_->config().vocab_size, bs = kv_.block_size();
+  const int P = int(r.prompt.size());
+  if (P == 0) return "the prompt is empty";
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= V) return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
+  if (r.max_tokens < 1) return "max_tokens must be at least 1";
+  if (r.n < 1 || r.n > kMaxN) return "n must be between 1 and " + std::to_string(kMaxN);
+  if (r.logprobs > kMaxLogprobs) return "logprobs may ask for at most " + std::to_string(kMaxLogprobs) + " alternatives";
+  if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
+      !(r.repetition_penalty > 0))
+    return "invalid sampling parameters";
+  if (int64_t(P) + r.max_tokens > cfg_.max_model_len)
+    return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
+           " in the prompt + " + std::to_string(r.max_tokens) + " to generate), more than max_model_len " +
+           std::to_string(cfg_.max_model_len);
+  const int64_t blocks = (int64_t(P) + r.max_tokens + bs - 1) / bs;
+  if (blocks > kv_.pool().num_blocks())
+    return "this request needs " + std::to_string(blocks) + " KV blocks but the cache has only " +
+           std::to_string(kv_.pool().num_blocks()) + " (raise --kv-cache-memory)";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return "the engine is shutting down";
+    if (!live_ids_.insert(r.id).second) return "request id " + std::to_string(r.id) + " is already in use";
+    inbox_.push_back(std::move(r));
+  }
+  cv_.notify_one();
+  return "";
+}
+
+void Engine::abort(uint32_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborts_.push_back(id);
+  }
+  cv_.notify_one();
+}
+
+EngineStats Engine::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::publish_stats(double step_ms, int tokens, int seqs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.running = int(sched_.running().size());
+  stats_.waiting = int(sched_.waiting().size()) + int(inbox_.size());
+  stats_.kv_blocks_total = kv_.pool().num_blocks();
+  stats_.kv_blocks_free = kv_.pool().num_free();
+  stats_.preemptions = sched_.preemptions();
+  stats_.prefix_queries = kv_.queries;
+  stats_.prefix_hits = kv_.hits;
+  stats_.prompt_tokens = prompt_tokens_;
+  stats_.generation_tokens = generation_tokens_;
+  stats_.steps = steps_;
+  if (seqs > 0) {
+    stats_.step_ms = step_ms;
+    stats_.last_step_tokens = tokens;
+    stats_.last_step_seqs = seqs;
+  }
+}
+
+void Engine::finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutput>& out, StepOutput* o) {
+  if (s.finish != Finish::None) return;
+  s.finish = f;
+  sched_.remove(&s);
+  --r.unfinished;
+  if (!o) {
+    out.push_back({});
+    o = &out.back();
+    o->id = r.spec->id;
+    o->index = s.index;
+    o->prompt_tokens = s.prompt_len;
+    o->cached_tokens = r.cached_tokens;
+  }
+  o->finish = f;
+}
+
+bool Engine::drain_inbox(std::vector<StepOutput>& out) {
+  std::vector<RequestSpec> inbox;
+  std::vector<uint32_t> aborts;
+  bool stopping;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !aborts_.empty() || !requests_.empty(); });
+    inbox.swap(inbox_);
+    aborts.swap(aborts_);
+    stopping = stop_;
+  }
+  for (RequestSpec& spec : inbox) {
+    auto sp = std::make_shared<RequestSpec>(std::move(spec));
+    Request& r = requests_[sp->id];
+    r.spec = sp;
+    auto s = std::make_unique<Sequence>();
+    s->req = sp;
+    s->tokens = sp->prompt;
+    s->prompt_len = int(sp->prompt.size());
+    s->rng = Rng(sp->has_seed ? sp->seed : seed_rng_.next());
+    s->arrival = arrivals_++;
+    sched_.add(s.get());
+    r.seqs.push_back(std::move(s));
+    r.unfinished = 1;
+    prompt_tokens_ += sp->prompt.size();
+  }
+  if (stopping)
+    for (auto& [id, r] : requests_) aborts.push_back(id);
+  for (uint32_t id : aborts) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;  // unknown or already finished: abort is idempotent
+    for (auto& s : it->second.seqs) finish_seq(it->second, *s, Finish::Abort, out, nullptr);
+  }
+  return !stopping;
+}
+
+void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out) {
+  out.push_back({});
+  StepOutput& o = out.back();
+  o.id = r.spec->id;
+  o.index = s.index;
+  o.prompt_tokens = s.prompt_len;
+  o.cached_tokens = r.cached_tokens;
+  o.tokens.push_back(so.token);
+  if (r.spec->logprobs >= 0) {
+    o.logprobs.push_back(so.logprob);
+    o.top_ids = so.top_ids;
+    o.top_logprobs = so.top_logprobs;
+  }
+  s.tokens.push_back(so.token);
+  Sampler::note_token(s, so.token, runner_->config().vocab_size);
+  ++generation_tokens_;
+  const auto& stops = r.spec->stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), so.token) != stops.end())
+    finish_seq(r, s, Finish::Stop, out, &o);
+  else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
+    finish_seq(r, s, Finish::Length, out, &o);
+}
+
+// Choices 1..n-1 of a request start from choice 0's prefill: same blocks (copy-on-write for the
+// shared partial block), same logits row, each its own random stream.
+void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out) {
+  parent.forked = true;
+  for (int i = 1; i < r.spec->n; ++i) {
+    auto c = std::make_unique<Sequence>();
+    c->req = r.spec;
+    c->index = i;
+    c->tokens.assign(parent.tokens.begin(), parent.tokens.begin() + parent.prompt_len);
+    c->prompt_len = parent.prompt_len;
+    uint64_t base = r.spec->has_seed ? r.spec->seed : parent.rng.next();
+    uint64_t mix = base + 0x9E3779B97F4A7C15ull * uint64_t(i);
+    c->rng = Rng(Rng::splitmix(mix));
+    c->arrival = parent.arrival;
+    c->forked = true;
+    kv_.fork(parent, *c);
+    sched_.add_running(c.get());
+    ++r.unfinished;
+    SampleOut so = sampler_.sample(logits, *c, scratch_[0]);
+    Sequence& cref = *c;
+    r.seqs.push_back(std::move(c));
+    append(r, cref, so, out);
+  }
+}
+
+void Engine::step(std::vector<StepOutput>& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SchedulerOutput so = sched_.schedule();
+  if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler); do not spin
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(1));
+    return;
+  }
+  std::vector<std::pair<int, int>> copies;
+  for (const BlockCopy& c : so.copies) copies.emplace_back(c.src, c.dst);
+  runner_->copy_blocks(copies);
+  std::vector<SeqSlice> slices;
+  std::vector<int> row_of(so.seqs.size(), -1);
+  int rows = 0;
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const Scheduled& sc = so.seqs[i];
+    Sequence& s = *sc.seq;
+    slices.push_back({s.tokens.data() + s.num_computed, sc.n, s.num_computed, s.block_table.data(),
+                      int(s.block_table.size()), sc.sample ? SeqSlice::kLast : SeqSlice::kNone});
+    if (sc.sample) row_of[i] = rows++;
+  }
+  std::vector<float> logits;
+  Status st = runner_->forward(slices, logits);
+  if (!st.is_ok()) {  // a value, not a crash: the requests of this step fail
+    for (const Scheduled& sc : so.seqs) {
+      Request& r = requests_[sc.seq->req->id];
+      for (auto& s : r.seqs) finish_seq(r, *s, Finish::Error, out, nullptr);
+      for (auto& o : out)
+        if (o.id == r.spec->id) o.error = st.message();
+    }
+    return;
+  }
+  std::vector<SampleOut> samples(so.seqs.size());
+  const int V = runner_->config().vocab_size;
+  pool_->run(int(so.seqs.size()), [&](int i, int worker) {
+    if (row_of[size_t(i)] < 0) return;
+    samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq, scratch_[size_t(worker)]);
+  });
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    Sequence& s = *so.seqs[i].seq;
+    Request& r = requests_[s.req->id];
+    s.num_computed += so.seqs[i].n;
+    kv_.commit(s);
+    if (row_of[i] < 0) continue;
+    if (s.index == 0 && s.num_output() == 0) r.cached_tokens = std::max(s.prefix_hit, 0);
+    // Fork before the parent's token is appended: the parent may finish (and free its blocks) on it.
+    if (s.index == 0 && !s.forked && r.spec->n > 1) fork_choices(r, s, logits.data() + size_t(row_of[i]) * V, out);
+    append(r, s, samples[i], out);
+  }
+  ++steps_;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  publish_stats(ms, so.num_tokens, int(so.seqs.size()));
+}
+
+void Engine::loop() {
+  for (;;) {
+    std::vector<StepOutput> out;
+    const bool running = drain_inbox(out);
+    if (running && !requests_.empty()) step(out);
+    // Requests whose choices are all done leave the table.
+    std::vector<uint32_t> done;
+    for (auto& [id, r] : requests_)
+      if (r.unfinished == 0) done.push_back(id);
+    if (!done.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (uint32_t id : done) live_ids_.erase(id);
+    }
+    for (uint32_t id : done) requests_.erase(id);
+    if (!out.empty()) sink_(std::move(out));
+    publish_stats(0, 0, 0);
+    if (!running) return;
+  }
+}
+
+}  // namespace ee

@@ -1,0 +1,105 @@
+// The engine: owns the model runner, KV manager, scheduler and sampler, and runs the step loop on
+// its own thread. Thread rules: submit/abort/stats are called from the Node thread and only touch
+// the inbox and the stats snapshot (under mu_); everything else belongs to the step thread. Each
+// step's outputs (all sequences' new tokens together) go to the sink once, from the step thread.
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/kv_manager.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "model/model_runner.h"
+
+namespace ee {
+
+struct EngineConfig {
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 2048;
+  int max_model_len = 8192;
+  bool prefix_caching = true;
+  uint64_t seed = 0;
+};
+
+struct StepOutput {
+  uint32_t id = 0;
+  int index = 0;
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;      // per token (when requested)
+  std::vector<int32_t> top_ids;     // per token, k each
+  std::vector<float> top_logprobs;  // per token, k each
+  Finish finish = Finish::None;
+  int prompt_tokens = 0;
+  int cached_tokens = 0;
+  std::string error;
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0, kv_blocks_total = 0, kv_blocks_free = 0;
+  uint64_t preemptions = 0, prefix_queries = 0, prefix_hits = 0, prompt_tokens = 0, generation_tokens = 0, steps = 0;
+  double step_ms = 0;
+  int last_step_tokens = 0, last_step_seqs = 0;
+};
+
+using StepSink = std::function<void(std::vector<StepOutput>&&)>;
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<ModelRunner> runner, ThreadPool* pool, EngineConfig cfg, StepSink sink);
+  ~Engine();  // stops the loop; unfinished requests end with Finish::Abort
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Returns "" when queued, else why the request can never run (refused up front).
+  std::string submit(RequestSpec spec);
+  void abort(uint32_t id);
+  EngineStats stats();
+  void stop();
+
+ private:
+  struct Request {
+    std::shared_ptr<const RequestSpec> spec;
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    int unfinished = 0;
+    int cached_tokens = 0;
+  };
+
+  void loop();
+  bool drain_inbox(std::vector<StepOutput>& out);  // false when stopping
+  void step(std::vector<StepOutput>& out);
+  void finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutput>& out, StepOutput* o);
+  void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
+  void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
+  void publish_stats(double step_ms, int tokens, int seqs);
+
+  std::unique_ptr<ModelRunner> runner_;
+  ThreadPool* pool_;
+  EngineConfig cfg_;
+  StepSink sink_;
+  KvManager kv_;
+  Scheduler sched_;
+  Sampler sampler_;
+  std::vector<SamplerScratch> scratch_;
+  std::unordered_map<uint32_t, Request> requests_;  // step thread only
+  uint64_t arrivals_ = 0;
+  uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0;
+  Rng seed_rng_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RequestSpec> inbox_;
+  std::vector<uint32_t> aborts_;
+  std::unordered_set<uint32_t> live_ids_;  // accepted and not yet finished (duplicate check)
+  bool stop_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace ee

@@ -1,0 +1,33 @@
+// A generation request as the engine receives it (token ids and numbers only; text, templates
+// and stop strings live in TypeScript).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace ee {
+
+struct RequestSpec {
+  uint32_t id = 0;
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  int n = 1;
+  float temperature = 1.0f;  // 0: greedy
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::vector<int32_t> logit_bias_ids;
+  std::vector<float> logit_bias_values;
+  std::vector<int32_t> stop_token_ids;
+  int logprobs = -1;  // -1: none; k >= 0: chosen + top-k
+
+  bool uses_penalties() const {
+    return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
+  }
+};
+
+}  // namespace ee

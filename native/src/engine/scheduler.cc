@@ -1,0 +1,63 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "common/assert.h"
+
+namespace ee {
+
+void Scheduler::preempt(Sequence* s) {
+  kv_.free(*s);
+  s->num_computed = 0;
+  waiting_.push_front(s);
+  ++preemptions_;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int budget = cfg_.max_num_batched_tokens;
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* s = running_[i];
+    const int n = std::min(s->num_tokens() - s->num_computed, budget);
+    ENGINE_ASSERT(n > 0);
+    bool ok = false;
+    while (!(ok = kv_.allocate(*s, n, out.copies))) {
+      Sequence* victim = running_.back();  // latest arrival: lowest priority
+      running_.pop_back();
+      preempt(victim);
+      ++out.preempted;
+      if (victim == s) break;
+    }
+    if (!ok) break;  // s itself was preempted: everything after it already was
+    out.seqs.push_back({s, n, s->num_computed + n == s->num_tokens()});
+    budget -= n;
+    ++i;
+  }
+  // No new admissions in a step that had to preempt (the pool is under pressure).
+  while (out.preempted == 0 && !waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
+    Sequence* s = waiting_.front();
+    if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
+    const int n = std::min(s->num_tokens() - s->num_computed, budget);
+    if (!kv_.allocate(*s, n, out.copies)) {  // FCFS: the head waits for room,
+      kv_.free(*s);                           // without pinning its prefix-cache hits meanwhile
+      s->num_computed = 0;
+      break;
+    }
+    waiting_.pop_front();
+    running_.push_back(s);
+    out.seqs.push_back({s, n, s->num_computed + n == s->num_tokens()});
+    budget -= n;
+  }
+  out.num_tokens = cfg_.max_num_batched_tokens - budget;
+  return out;
+}
+
+void Scheduler::remove(Sequence* s) {
+  auto r = std::find(running_.begin(), running_.end(), s);
+  if (r != running_.end()) running_.erase(r);
+  auto w = std::find(waiting_.begin(), waiting_.end(), s);
+  if (w != waiting_.end()) waiting_.erase(w);
+  kv_.free(*s);
+}
+
+}  // namespace ee

@@ -1,0 +1,60 @@
+// Continuous batching with a token budget per step (vLLM v1's rule: requests are counters).
+// Running sequences first, in arrival order: each gets min(remaining tokens, budget left) new
+// tokens (a decode needs 1, a prefill takes what is left: chunked prefill mixes with decodes).
+// When blocks run out, the most recently arrived running sequence is preempted by recompute (its
+// blocks are freed, num_computed returns to 0, it goes back to the head of the queue; its full
+// blocks usually stay in the prefix cache). Then waiting sequences, strictly first-come-first-
+// served: the head waits for room, so a long request is never starved by short ones.
+#pragma once
+#include <deque>
+#include <vector>
+
+#include "engine/kv_manager.h"
+#include "engine/sequence.h"
+
+namespace ee {
+
+struct SchedulerConfig {
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 2048;
+};
+
+struct Scheduled {
+  Sequence* seq;
+  int n;        // tokens computed this step, from seq->num_computed
+  bool sample;  // the step reaches the end of seq->tokens: its last logits row is sampled
+};
+
+struct SchedulerOutput {
+  std::vector<Scheduled> seqs;
+  std::vector<BlockCopy> copies;
+  int preempted = 0;
+  int num_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(KvManager& kv, SchedulerConfig cfg) : kv_(kv), cfg_(cfg) {}
+
+  void add(Sequence* s) { waiting_.push_back(s); }
+  // Adds a forked choice directly to the running set (it shares its parent's computed prefix).
+  void add_running(Sequence* s) { running_.push_back(s); }
+  SchedulerOutput schedule();
+  // Removes a sequence wherever it is and frees its blocks (finish or abort).
+  void remove(Sequence* s);
+
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+  uint64_t preemptions() const { return preemptions_; }
+
+ private:
+  void preempt(Sequence* s);
+
+  KvManager& kv_;
+  SchedulerConfig cfg_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;
+  uint64_t preemptions_ = 0;
+};
+
+}  // namespace ee
