@@ -17,6 +17,9 @@ export interface Choice {
   error?: string;
 }
 
+/** A request in tests: any EngineRequest fields, the prompt as a plain array or Int32Array. */
+export type TestRequest = Partial<Omit<EngineRequest, 'prompt'>> & { id: number; prompt: number[] | Int32Array };
+
 export class TestEngine {
   readonly results = new Map<number, Choice[]>();
   readonly steps: StepOutput[][] = [];
@@ -62,7 +65,7 @@ export class TestEngine {
     return !!cs && cs.length > 0 && cs.every((c) => c && c.finish !== 0);
   }
 
-  submit(req: Partial<EngineRequest> & { id: number; prompt: number[] | Int32Array }): void {
+  submit(req: TestRequest): void {
     const err = this.engine.submit(request(req));
     if (err) throw new Error(err);
   }
@@ -75,7 +78,7 @@ export class TestEngine {
     });
   }
 
-  async run(reqs: (Partial<EngineRequest> & { id: number; prompt: number[] | Int32Array })[]): Promise<Map<number, Choice[]>> {
+  async run(reqs: (TestRequest)[]): Promise<Map<number, Choice[]>> {
     for (const r of reqs) this.submit(r);
     await this.wait(reqs.map((r) => r.id));
     return this.results;
@@ -86,7 +89,7 @@ export class TestEngine {
   }
 }
 
-export function request(r: Partial<EngineRequest> & { id: number; prompt: number[] | Int32Array }): EngineRequest {
+export function request(r: TestRequest): EngineRequest {
   return {
     maxTokens: 8,
     n: 1,
