@@ -62,6 +62,8 @@ export interface EngineStatsNative {
   generationTokens: number;
   steps: number;
   stepTimeMs: number; // last step
+  lastStepTokens: number; // tokens computed in the last step (prefill chunks + decodes)
+  lastStepSeqs: number; // sequences in the last step
 }
 
 export interface EngineOptions {
