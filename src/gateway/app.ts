@@ -19,6 +19,7 @@ import { healthHandler, readyHandler } from './routes/health.js';
 import { metricsHandler } from './routes/metrics.js';
 import { getModelHandler, listModelsHandler } from './routes/models.js';
 import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
+import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
 
 export interface CreateAppOptions {
   engine: EngineClient;
@@ -37,6 +38,8 @@ export interface CreateAppOptions {
   metrics?: GatewayMetrics;
   /** Clock in ms (tests); default Date.now. */
   now?: () => number;
+  /** Serve the chat page at `/` (assets under /ui/). Default true; false for API-only deployments. */
+  chatUi?: boolean;
 }
 
 export interface AppHandle {
@@ -122,6 +125,11 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   route('GET', '/health', healthHandler());
   route('GET', '/ready', readyHandler(deps, isDraining));
   route('GET', '/metrics', metricsHandler(deps));
+  if (opts.chatUi ?? true) {
+    // Outside auth: the page itself holds no data; it asks for the key when the API answers 401.
+    route('GET', '/', uiPageHandler());
+    route('GET', '/ui/:file', uiAssetHandler());
+  }
 
   if (opts.apiKey) {
     const auth = bearerAuth(opts.apiKey);

@@ -4,7 +4,7 @@
 // Knobs: setReady/setDraining, holdSteps() (generation pauses before its next step until released),
 // failNext(err) (next stream() fails before `accepted`), failAfter(tokens, code) (next request errors
 // mid-stream), kill()/revive() (ENGINE_DEAD for open streams and new calls), maxRunning/maxQueued
-// (QUEUE_FULL past running+queued), tokensPerStep, stepDelayMs with an injectable sleep.
+// (QUEUE_FULL past running+queued), tokensPerStep, stepDelayMs with an injectable sleep, fixedStart.
 // Bookkeeping: `submitted`, `aborts` (id + how the abort arrived), `active`, whenActive(n).
 
 import {
@@ -32,6 +32,11 @@ export interface FakeEngineOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Clock in ms for the timings reported in `done`. */
   now?: () => number;
+  /**
+   * Start every choice at this corpus offset instead of one derived from the seed or prompt hash, so a
+   * reply is exactly the corpus (one lap, then EOS): scripted replies for UI tests.
+   */
+  fixedStart?: number;
 }
 
 export type AbortVia = 'abort()' | 'signal' | 'consumer-return';
@@ -49,7 +54,8 @@ export class FakeEngine implements EngineClient {
   readonly tokenizer: FakeTokenizer;
   private readonly corpus: number[];
   private readonly activeReqs = new Map<string, Active>();
-  private readonly opts: Required<Omit<FakeEngineOptions, 'model' | 'corpus' | 'ready'>>;
+  private readonly opts: Required<Omit<FakeEngineOptions, 'model' | 'corpus' | 'ready' | 'fixedStart'>>;
+  private readonly fixedStart: number | null;
   private ready: boolean;
   private draining = false;
   private killed = false;
@@ -73,6 +79,7 @@ export class FakeEngine implements EngineClient {
     this.tokenizer = new FakeTokenizer(this.info.vocabSize);
     this.corpus = this.tokenizer.encode(options.corpus ?? DEFAULT_CORPUS, false);
     this.ready = options.ready ?? true;
+    this.fixedStart = options.fixedStart ?? null;
     this.opts = {
       maxRunning: options.maxRunning ?? 8,
       maxQueued: options.maxQueued ?? 64,
@@ -154,7 +161,7 @@ export class FakeEngine implements EngineClient {
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
     const hash = hashIds(promptIds);
-    const choices = Array.from({ length: req.n }, (_, i) => new FakeChoice(i, this.corpus, this.tokenizer, req.sampling, maxTokens, hash));
+    const choices = Array.from({ length: req.n }, (_, i) => new FakeChoice(i, this.corpus, this.tokenizer, req.sampling, maxTokens, hash, this.fixedStart));
     let finished = false;
     try {
       const accepted: EngineEvent = { type: 'accepted', promptTokens: promptIds.length };

@@ -39,10 +39,11 @@ export class FakeChoice {
     private readonly sampling: SamplingParams,
     private readonly maxTokens: number,
     promptHash: number,
+    fixedStart: number | null = null,
   ) {
     const greedy = sampling.temperature === 0;
     const base = sampling.seed !== null ? hashIds([sampling.seed]) : promptHash;
-    this.start = (base + (greedy ? 0 : index * 7919)) % corpus.length;
+    this.start = fixedStart ?? (base + (greedy ? 0 : index * 7919)) % corpus.length;
   }
 
   get done(): boolean {

@@ -36,6 +36,13 @@ describe('FakeEngine', () => {
     expect(greedy.texts[0]).toBe(greedy.texts[1]);
   });
 
+  it('fixedStart: every choice starts at that corpus offset, so the reply is exactly the corpus, then EOS', async () => {
+    const e = new FakeEngine({ corpus: '<b>x</b>', fixedStart: 0 });
+    const r = await run(e, req({ maxTokens: null }, 2));
+    expect(r.texts).toEqual(['<b>x</b>', '<b>x</b>']);
+    expect(r.finish).toEqual(['stop', 'stop']);
+  });
+
   it('withholds stop strings, including ones split across tokens', async () => {
     const e = new FakeEngine();
     const full = (await run(e, req({ ignoreEos: true, maxTokens: 60 }))).texts[0]!;

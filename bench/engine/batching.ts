@@ -1,0 +1,114 @@
+// The article's comparison on this machine: a naive baseline (one request at a time, no batching,
+// one contiguous KV buffer) against the engine (continuous batching, paged KV) at several
+// concurrency levels. Latencies are measured where a client would see them: at the step callback.
+import type { NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
+import type { NativeModel } from '../../src/sidecar/native.js';
+import type { BenchRequest } from './workload.js';
+
+export interface LatencyStats {
+  p50: number;
+  p99: number;
+}
+export interface RunResult {
+  label: string;
+  requests: number;
+  outputTokens: number;
+  seconds: number;
+  outputTokS: number;
+  ttftMs: LatencyStats;
+  itlMs: LatencyStats;
+  peakKvBytes?: number;
+  preemptions?: number;
+}
+
+function pct(xs: number[], p: number): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+const lat = (xs: number[]): LatencyStats => ({ p50: pct(xs, 50), p99: pct(xs, 99) });
+
+/** One request at a time: prefill then greedy decode; TTFT = prefill time, ITL = decode time per token. */
+export async function naive(model: NativeModel, reqs: BenchRequest[], label: string): Promise<RunResult> {
+  const ttft: number[] = [];
+  const itl: number[] = [];
+  let out = 0;
+  const t0 = performance.now();
+  for (const r of reqs) {
+    const g = await model.generateGreedy({ tokens: r.prompt, blockTable: Int32Array.from([0]) }, r.maxTokens);
+    ttft.push(g.prefillMs);
+    itl.push(g.decodeMs / Math.max(1, r.maxTokens - 1));
+    out += g.tokens.length;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { label, requests: reqs.length, outputTokens: out, seconds, outputTokS: out / seconds, ttftMs: lat(ttft), itlMs: lat(itl) };
+}
+
+/**
+ * Keeps `concurrency` requests in flight until all are done (a closed-loop client). Greedy, no stop
+ * tokens: every request generates exactly maxTokens.
+ */
+export async function engineRun(
+  engine: NativeEngine,
+  setSink: (f: (outs: StepOutput[]) => void) => void,
+  reqs: BenchRequest[],
+  concurrency: number,
+  label: string,
+  kvBlockBytes: number,
+  idBase: number,
+): Promise<RunResult> {
+  const ttft: number[] = [];
+  const itl: number[] = [];
+  const started = new Map<number, number>();
+  const last = new Map<number, number>();
+  let next = 0;
+  let done = 0;
+  let out = 0;
+  let peakBlocks = 0;
+  const pre0 = engine.stats().preemptions;
+  const t0 = performance.now();
+  const total = engine.stats().kvBlocksTotal;
+  // The engine's output callback does not hold the event loop open (an idle engine must not keep
+  // a process alive), so a bare script keeps a timer while it waits.
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  await new Promise<void>((resolve, reject) => {
+    const submit = () => {
+      const i = next++;
+      const r = reqs[i]!;
+      const id = idBase + i;
+      started.set(id, performance.now());
+      const err = engine.submit({
+        id, prompt: r.prompt, maxTokens: r.maxTokens, n: 1, temperature: 0, topP: 1, topK: 0, minP: 0,
+        repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, seed: null,
+        logitBiasIds: new Int32Array(0), logitBiasValues: new Float32Array(0), stopTokenIds: new Int32Array(0), logprobs: -1,
+      });
+      if (err) reject(new Error(err));
+    };
+    setSink((outs) => {
+      const now = performance.now();
+      const st = engine.stats();
+      peakBlocks = Math.max(peakBlocks, total - st.kvBlocksFree);
+      for (const o of outs) {
+        if (o.tokens.length) {
+          out += o.tokens.length;
+          const prev = last.get(o.id);
+          if (prev === undefined) ttft.push(now - started.get(o.id)!);
+          else itl.push(now - prev);
+          last.set(o.id, now);
+        }
+        if (o.finish) {
+          done++;
+          if (next < reqs.length) submit();
+          else if (done === reqs.length) resolve();
+        }
+      }
+    });
+    for (let k = 0; k < Math.min(concurrency, reqs.length); k++) submit();
+  }).finally(() => clearInterval(keepAlive));
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    label, requests: reqs.length, outputTokens: out, seconds, outputTokS: out / seconds,
+    ttftMs: lat(ttft), itlMs: lat(itl), peakKvBytes: peakBlocks * kvBlockBytes,
+    preemptions: engine.stats().preemptions - pre0,
+  };
+}

@@ -1,0 +1,38 @@
+// Benchmark workloads: the seed article's 5 Chinese prompts, and a seeded random workload.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadTokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
+import { tokens } from './single-stream.js';
+
+export const ARTICLE_PROMPTS = [
+  '请用中文介绍一下人工智能的发展历史。',
+  '写一首关于春天的五言绝句。',
+  '解释一下什么是机器学习，并举一个例子。',
+  '如何快速学习Python编程？',
+  '描述一下你理想中的智能助手应该具备哪些功能。',
+];
+
+export interface BenchRequest {
+  prompt: Int32Array;
+  maxTokens: number;
+}
+
+/** The article's prompts through ERNIE's chat template (test tokenizer), 256 new tokens each. */
+export async function articleWorkload(newTokens = 256): Promise<BenchRequest[]> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const bundle = await loadTokenizerBundle(path.resolve(here, '../../test/fixtures/golden/tokenizer/hf'));
+  return ARTICLE_PROMPTS.map((content) => ({
+    prompt: Int32Array.from(bundle.encodeChat([{ role: 'user', content }], { addGenerationPrompt: true })),
+    maxTokens: newTokens,
+  }));
+}
+
+/** n requests: prompts of 32-512 random tokens, 64-256 new tokens (seeded). */
+export function randomWorkload(n: number, seed = 1): BenchRequest[] {
+  let s = seed >>> 0;
+  const rnd = (lo: number, hi: number) => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return lo + (s % (hi - lo + 1));
+  };
+  return Array.from({ length: n }, (_, i) => ({ prompt: tokens(rnd(32, 512), seed * 1000 + i), maxTokens: rnd(64, 256) }));
+}

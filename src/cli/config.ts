@@ -1,0 +1,138 @@
+// Parsed flags → the typed configuration of each role, with the checks that need more than one flag.
+// Defaults live here (and in --help), nowhere else.
+
+import type { EngineOptions } from '../sidecar/engine/native-engine.js';
+import { UsageError, type ParsedArgs } from './args.js';
+import { FLAGS } from './flags.js';
+
+export type EngineAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
+export type Role = 'serve' | 'sidecar' | 'gateway';
+
+export interface GatewayConfig {
+  listen: { host: string; port: number } | { path: string };
+  apiKey?: string;
+  allowedOrigins?: string[] | '*';
+  servedModelName?: string;
+  drainTimeoutMs: number;
+}
+
+export interface SidecarConfig {
+  model?: string;
+  servedModelName?: string;
+  maxModelLen?: number;
+  engine: Omit<EngineOptions, 'maxModelLen'>;
+  blockSize: number;
+  threads?: number;
+  kvCacheMemory?: number;
+  memoryUtilization?: number;
+  maxNumQueuedReqs: number;
+  drainTimeoutMs: number;
+}
+
+export interface Config {
+  role: Role;
+  engines: EngineAddress[];
+  engineSecret?: string;
+  gateway: GatewayConfig;
+  sidecar: SidecarConfig;
+  logLevel: string;
+  /** One line per vLLM-compatibility flag that was accepted and does nothing here. */
+  notes: string[];
+}
+
+export function parseEngineAddress(s: string): EngineAddress {
+  if (s.startsWith('unix:')) {
+    const path = s.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!path) throw new UsageError(`--engine ${s}: empty socket path`);
+    return { kind: 'unix', path };
+  }
+  const m = /^tcp:\/\/(\[[^\]]+\]|[^:/]+):(\d{1,5})\/?$/.exec(s);
+  if (m && Number(m[2]) <= 65535) return { kind: 'tcp', host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  throw new UsageError(`--engine ${s}: expected unix:/path/to/engine.sock or tcp://host:port`);
+}
+
+export function formatEngineAddress(a: EngineAddress): string {
+  return a.kind === 'unix' ? `unix:${a.path}` : `tcp://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+}
+
+function origins(v: string | undefined): string[] | '*' | undefined {
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  let list: unknown = null;
+  if (t.startsWith('[')) {
+    try {
+      list = JSON.parse(t);
+    } catch {
+      /* reported below */
+    }
+    if (!Array.isArray(list) || !list.every((x) => typeof x === 'string')) throw new UsageError(`--allowed-origins: '${v}' is not a JSON list of strings`);
+  } else list = t.split(',').map((x) => x.trim()).filter(Boolean);
+  const arr = list as string[];
+  return arr.includes('*') ? '*' : arr;
+}
+
+export function buildConfig(args: ParsedArgs): Config {
+  const f = args.flags;
+  const str = (k: string) => f[k] as string | undefined;
+  const num = (k: string) => f[k] as number | undefined;
+  const positive = (k: string, dflt: number, min = 1): number => {
+    const v = num(k) ?? dflt;
+    if (!Number.isInteger(v) || v < min) throw new UsageError(`--${k} must be an integer ≥ ${min}, got ${v}`);
+    return v;
+  };
+  const role = (str('role') ?? 'serve') as Role;
+  if (!['serve', 'sidecar', 'gateway'].includes(role)) throw new UsageError(`--role must be serve, sidecar or gateway, got '${role}'`);
+  const tp = num('tensor-parallel-size');
+  if (tp !== undefined && tp !== 1) {
+    throw new UsageError(`--tensor-parallel-size ${tp}: tensor parallelism is not supported; ERNIE-4.5-0.3B fits one device — run one replica per device behind a load balancer`);
+  }
+  const util = num('gpu-memory-utilization');
+  if (util !== undefined && !(util > 0 && util <= 1)) throw new UsageError(`--gpu-memory-utilization must be in (0, 1], got ${util}`);
+  if (util !== undefined && f['kv-cache-memory'] !== undefined) throw new UsageError('give --kv-cache-memory or --gpu-memory-utilization, not both');
+  const drain = num('drain-timeout') ?? 30;
+  if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be ≥ 0 seconds, got ${drain}`);
+  const port = num('port') ?? 8000;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
+  const engines = ((f.engine as string[] | undefined) ?? []).map(parseEngineAddress);
+  if (role === 'gateway' && engines.length !== 1) throw new UsageError('--role gateway needs exactly one --engine unix:/path or tcp://host:port');
+  if (role === 'sidecar' && engines.length === 0) throw new UsageError('--role sidecar needs --engine unix:/path (and/or tcp://host:port) to listen on');
+  const secret = str('engine-secret');
+  if (engines.some((e) => e.kind === 'tcp') && !secret) {
+    throw new UsageError('a tcp:// engine address needs --engine-secret (or ERNIE_EDGE_ENGINE_SECRET): the port is reachable by anyone who can route to it');
+  }
+  const uds = str('uds');
+  const maxModelLen = num('max-model-len');
+  if (maxModelLen !== undefined) positive('max-model-len', maxModelLen);
+  const notes = FLAGS.filter((s) => s.compat && f[s.name] !== undefined).map((s) => s.compat!);
+  return {
+    role,
+    engines,
+    engineSecret: secret,
+    logLevel: str('log-level') ?? 'info',
+    notes,
+    gateway: {
+      listen: uds ? { path: uds } : { host: str('host') ?? '127.0.0.1', port },
+      apiKey: str('api-key') || undefined,
+      allowedOrigins: origins(str('allowed-origins')),
+      servedModelName: str('served-model-name'),
+      drainTimeoutMs: drain * 1000,
+    },
+    sidecar: {
+      model: str('model'),
+      servedModelName: str('served-model-name'),
+      maxModelLen,
+      engine: {
+        maxNumSeqs: positive('max-num-seqs', 256),
+        maxNumBatchedTokens: positive('max-num-batched-tokens', 2048),
+        enablePrefixCaching: (f['enable-prefix-caching'] as boolean | undefined) ?? true,
+        seed: positive('seed', 0, 0),
+      },
+      blockSize: positive('block-size', 16),
+      threads: num('threads') === undefined ? undefined : positive('threads', 1),
+      kvCacheMemory: num('kv-cache-memory'),
+      memoryUtilization: util,
+      maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
+      drainTimeoutMs: drain * 1000,
+    },
+  };
+}

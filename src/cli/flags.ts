@@ -1,0 +1,68 @@
+// The flag table of `ernie-edge serve` (vLLM's names where they make sense), the one source for the
+// parser, --help, and what `serve` forwards to its sidecar child. `scope` says who reads a flag:
+// 'engine' flags are forwarded to the sidecar, 'gateway' flags stay in the gateway, 'both' go to both.
+
+export type FlagKind = 'string' | 'int' | 'number' | 'bool' | 'bytes';
+
+export interface FlagSpec {
+  name: string; // without the leading --
+  kind: FlagKind;
+  scope: 'engine' | 'gateway' | 'both';
+  help?: string;
+  arg?: string; // placeholder in --help
+  env?: string; // read when the flag is absent
+  repeatable?: boolean;
+  /** Also accepted as --no-<name> (false). */
+  negatable?: boolean;
+  /** Accepted for vLLM compatibility: logged once with this explanation, otherwise ignored. */
+  compat?: string;
+}
+
+export const FLAGS: readonly FlagSpec[] = [
+  { name: 'role', kind: 'string', scope: 'gateway', arg: 'serve|sidecar|gateway', help: 'serve (default): sidecar + gateway in one command; sidecar or gateway: run that half alone' },
+  { name: 'model', kind: 'string', scope: 'engine', arg: 'DIR|REPO', help: 'checkpoint directory, Hugging Face cache folder, or repo id in the local HF cache (never downloads). Default: the embedded placeholder (meaningless outputs)' },
+  { name: 'served-model-name', kind: 'string', scope: 'engine', arg: 'NAME', help: 'the model name clients send and /v1/models lists (default: --model as given)' },
+  { name: 'host', kind: 'string', scope: 'gateway', arg: 'HOST', help: 'HTTP bind address (default 127.0.0.1; use 0.0.0.0 in containers)' },
+  { name: 'port', kind: 'int', scope: 'gateway', arg: 'PORT', help: 'HTTP port (default 8000; 0 = any free port)' },
+  { name: 'uds', kind: 'string', scope: 'gateway', arg: 'PATH', help: 'serve HTTP on this Unix socket instead of --host/--port' },
+  { name: 'api-key', kind: 'string', scope: 'gateway', arg: 'KEY', env: 'ERNIE_EDGE_API_KEY', help: 'require `Authorization: Bearer KEY` on the API routes (env ERNIE_EDGE_API_KEY)' },
+  { name: 'allowed-origins', kind: 'string', scope: 'gateway', arg: 'LIST', help: "CORS origins: '*', a comma-separated list or a JSON list (default: no CORS)" },
+  { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: 'context length in tokens (default: min(max_position_embeddings, 8192))' },
+  { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block (default 16)' },
+  { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256)' },
+  { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 2048)' },
+  { name: 'kv-cache-memory', kind: 'bytes', scope: 'engine', arg: 'BYTES', help: 'KV cache size, e.g. 2GiB, 512M or bytes (default: min(4 GiB, 25% of free RAM))' },
+  { name: 'gpu-memory-utilization', kind: 'number', scope: 'engine', arg: 'F', help: 'instead of --kv-cache-memory: this fraction (0..1] of free RAM for weights + KV cache (CPU backend)' },
+  { name: 'enable-prefix-caching', kind: 'bool', scope: 'engine', negatable: true, help: 'reuse KV blocks of shared prompt prefixes (default on; --no-enable-prefix-caching to turn off)' },
+  { name: 'seed', kind: 'int', scope: 'engine', arg: 'N', help: 'engine RNG seed for requests without one (default 0)' },
+  { name: 'max-num-queued-reqs', kind: 'int', scope: 'engine', arg: 'N', help: 'past this many waiting requests, new ones get 429 (default 1024)' },
+  { name: 'threads', kind: 'int', scope: 'engine', arg: 'N', help: 'engine threads (default: all cores)' },
+  { name: 'engine', kind: 'string', scope: 'both', arg: 'ADDR', repeatable: true, help: 'unix:/path or tcp://host:port — gateway: where the sidecar is; sidecar: where to listen (repeatable)' },
+  { name: 'engine-secret', kind: 'string', scope: 'both', arg: 'SECRET', env: 'ERNIE_EDGE_ENGINE_SECRET', help: 'shared secret of tcp:// engine connections (env ERNIE_EDGE_ENGINE_SECRET)' },
+  { name: 'drain-timeout', kind: 'number', scope: 'both', arg: 'SECONDS', help: 'on SIGTERM, how long in-flight requests may finish (default 30)' },
+  { name: 'log-level', kind: 'string', scope: 'both', arg: 'LEVEL', help: 'pino level: debug, info (default), warn, error' },
+  { name: 'enforce-eager', kind: 'bool', scope: 'engine', compat: '--enforce-eager: accepted; this engine captures no CUDA graphs, it always runs eagerly' },
+  { name: 'tensor-parallel-size', kind: 'int', scope: 'engine', arg: '1', compat: '--tensor-parallel-size 1: accepted; one engine serves one device (run more replicas to scale)', help: 'must be 1' },
+  { name: 'swap-space', kind: 'number', scope: 'engine', arg: 'GIB', compat: '--swap-space: accepted and ignored; preemption here recomputes, it never swaps KV blocks to host memory' },
+  { name: 'trust-remote-code', kind: 'bool', scope: 'engine', compat: '--trust-remote-code: accepted and ignored; no model code is ever loaded, ERNIE-4.5 is implemented natively' },
+  { name: 'help', kind: 'bool', scope: 'gateway', help: 'show this help' },
+  { name: 'version', kind: 'bool', scope: 'gateway', help: 'print the version' },
+];
+
+export function helpText(version: string): string {
+  const rows = FLAGS.map((f) => {
+    const left = `--${f.negatable ? `[no-]${f.name}` : f.name}${f.arg ? ` ${f.arg}` : ''}`;
+    return `  ${left.padEnd(38)} ${f.help ?? f.compat}`;
+  });
+  return [
+    `ernie-edge ${version}: an OpenAI-compatible server for ERNIE-4.5 (Hono gateway + native engine sidecar)`,
+    '',
+    'Usage:',
+    '  ernie-edge serve [--model DIR|REPO] [--host H] [--port P] [flags]     sidecar + gateway',
+    '  ernie-edge serve --role sidecar --model DIR --engine unix:/run/ernie/engine.sock',
+    '  ernie-edge serve --role gateway --engine unix:/run/ernie/engine.sock --port 8000',
+    '',
+    'Flags (underscores work too: --max_model_len):',
+    ...rows,
+  ].join('\n');
+}

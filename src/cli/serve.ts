@@ -1,0 +1,54 @@
+// `serve` (the default role): sidecar and gateway in one command. The sidecar runs as a supervised
+// child process (src/sidecar/supervisor.ts: restarted if it dies after a successful start) on a Unix
+// socket inside a private 0700 temp directory, so two `serve`s on one host never collide.
+// Shutdown on SIGTERM/SIGINT: the gateway drains first (/ready 503, in-flight streams finish), then
+// the sidecar is stopped, then the socket directory is removed.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveModelDir } from '../sidecar/model/checkpoint.js';
+import { SidecarSupervisor } from '../sidecar/supervisor.js';
+import { forwardFlags, type ParsedArgs } from './args.js';
+import type { Config } from './config.js';
+import { connectEngine, nextSignal, shutdownGateway, startGateway } from './gateway-role.js';
+import type { CliLogger } from './logger.js';
+
+export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<number> {
+  // Fail fast on a --model that cannot resolve, before any process or socket exists.
+  if (cfg.sidecar.model) await resolveModelDir(cfg.sidecar.model);
+  const signal = nextSignal();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-edge-'));
+  const sock = path.join(dir, 'engine.sock');
+  const supervisor = new SidecarSupervisor({
+    command: process.execPath,
+    args: [binPath, 'serve', '--role', 'sidecar', '--engine', `unix:${sock}`, ...forwardFlags(args.flags, 'engine', ['role'])],
+    // The secret (when extra tcp:// listeners were asked for) travels by environment, never argv.
+    env: { ...env, ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
+    logger,
+  });
+  const engine = connectEngine({ kind: 'unix', path: sock }, undefined);
+  const gw = await startGateway(cfg, engine, logger); // /health answers now; /ready is 503 until loaded
+  const started = supervisor.start();
+  const first = await Promise.race([
+    started.then(() => 'ready' as const, (err: unknown) => err as Error),
+    signal.then((s) => s),
+  ]);
+  let code = 0;
+  if (first instanceof Error) {
+    logger.error({ err: first.message }, 'could not start the engine sidecar');
+    code = 1;
+  } else {
+    if (first === 'ready') {
+      const a = gw.address;
+      const base = 'path' in a ? `unix:${a.path}` : `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+      logger.info({ sidecarPid: supervisor.pid, openai: `${base}/v1` }, 'ready: OpenAI-compatible API');
+    }
+    await shutdownGateway(gw, logger, first === 'ready' ? await signal : first);
+  }
+  started.catch(() => undefined); // a start that failed after shutdown began is expected
+  await gw.shutdown();
+  await supervisor.stop(cfg.sidecar.drainTimeoutMs + 5000);
+  await rm(dir, { recursive: true, force: true });
+  return code;
+}

@@ -1,0 +1,187 @@
+// The sidecar process's body: listen first (so the gateway sees NOT_READY rather than nothing), then
+// resolve and load the model, tokenizer and engine, then serve the EngineHost. Start-up lines say what
+// was loaded, like vLLM's. The CLI (src/cli/sidecar-role.ts) owns signals and exit codes.
+
+import os from 'node:os';
+import type { ModelInfo } from '../protocol/engine-client.js';
+import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
+import type { EngineFactory } from './engine/factory.js';
+import { resolveModelDir } from './model/checkpoint.js';
+import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
+import { native } from './native.js';
+import { EngineHost } from './server/engine-host.js';
+import { readGenerationDefaults } from './server/generation-defaults.js';
+import { LoadingBackend } from './server/loading-backend.js';
+import { loadTokenizerBundle } from './tokenizer/index.js';
+import type { EngineOptions } from './engine/native-engine.js';
+
+/** pino-compatible (structurally the gateway's Logger). */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export type ListenAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
+
+export interface SidecarOptions {
+  /** --model as given; undefined: the embedded default (formula weights, meaningless outputs). */
+  model?: string;
+  servedModelName?: string;
+  maxModelLen?: number;
+  engine: Omit<EngineOptions, 'maxModelLen'>;
+  blockSize: number;
+  threads?: number;
+  kvCacheMemory?: number;
+  /** Fraction of free RAM for weights + KV cache (--gpu-memory-utilization). */
+  memoryUtilization?: number;
+  maxNumQueuedReqs: number;
+  listen: ListenAddress[];
+  secret?: string;
+}
+
+export interface SidecarDeps {
+  logger: Logger;
+  factory: EngineFactory;
+  /** Progress of weight generation (bytes done, total); the CLI draws a bar. */
+  onProgress?: (label: string, done: number, total: number) => void;
+}
+
+export interface RunningSidecar {
+  readonly addresses: EngineSocketServer['address'][];
+  /** Resolves with the host once the model is loaded; rejects when loading failed. */
+  readonly loaded: Promise<EngineHost>;
+  /** Drains (up to drainMs), stops the engine and closes the sockets. */
+  close(drainMs: number): Promise<void>;
+}
+
+const DEFAULT_MAX_MODEL_LEN = 8192;
+
+export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Promise<RunningSidecar> {
+  const { logger } = deps;
+  const backend = new LoadingBackend();
+  const servers: EngineSocketServer[] = [];
+  const onError = (err: unknown) => logger.warn({ err: String(err) }, 'engine connection error');
+  try {
+    for (const a of opts.listen) {
+      servers.push(
+        a.kind === 'unix'
+          ? await listenUnix(a.path, backend, { onError })
+          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError }),
+      );
+    }
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.close()));
+    throw err;
+  }
+  for (const s of servers) logger.info({ address: s.address }, 'engine protocol listening (model loading: clients get NOT_READY)');
+  const loaded = load(opts, deps, backend).then(
+    (host) => {
+      backend.ready(host);
+      return host;
+    },
+    (err: unknown) => {
+      backend.failed(err);
+      throw err;
+    },
+  );
+  return {
+    addresses: servers.map((s) => s.address),
+    loaded,
+    async close(drainMs) {
+      const host = await loaded.catch(() => null);
+      if (host) {
+        const drained = await host.drain(drainMs, (ms) => new Promise((r) => setTimeout(r, ms)));
+        if (!drained) logger.warn({ open: host.liveRequests }, 'drain timeout: aborting the requests still running');
+        await host.close();
+      }
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBackend): Promise<EngineHost> {
+  const { logger, factory } = deps;
+  const t0 = performance.now();
+  const placeholder = opts.model === undefined;
+  let dir: string;
+  if (placeholder) {
+    backend.setStatus('preparing the embedded default model');
+    const r = await ensureDefaultModelDir({
+      weights: factory.kind === 'native',
+      onProgress: (done, total) => deps.onProgress?.('generating default weights', done, total),
+    });
+    dir = r.dir;
+    if (r.generated) logger.info({ dir }, 'generated the embedded default model (formula weights, once per cache)');
+  } else {
+    dir = await resolveModelDir(opts.model!);
+  }
+  logger.info({ model: opts.model ?? DEFAULT_MODEL_NAME, dir, engine: factory.kind }, 'loading model');
+
+  const load = { threads: opts.threads, blockSize: opts.blockSize, kvCacheMemory: opts.kvCacheMemory };
+  const plan = await factory.plan(dir, load);
+  if (opts.memoryUtilization !== undefined && plan.kvBlockBytes > 0) {
+    const budget = opts.memoryUtilization * os.freemem() - plan.weightBytes;
+    if (budget < plan.kvBlockBytes) throw new Error(`--gpu-memory-utilization ${opts.memoryUtilization} leaves no memory for the KV cache after the weights (${plan.weightBytes} bytes)`);
+    plan.kvBlocks = Math.floor(budget / plan.kvBlockBytes);
+  }
+  const cfg = plan.checkpoint.config;
+  const maxModelLen = opts.maxModelLen ?? Math.min(cfg.maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);
+  if (maxModelLen > cfg.maxPositionEmbeddings) {
+    throw new Error(`--max-model-len ${maxModelLen} exceeds the model's max_position_embeddings (${cfg.maxPositionEmbeddings})`);
+  }
+  const bundle = await loadTokenizerBundle(dir, { maxModelLen });
+  logger.info({ tokenizer: bundle.source }, 'tokenizer loaded');
+  const model: ModelInfo = {
+    id: opts.servedModelName ?? opts.model ?? DEFAULT_MODEL_NAME,
+    root: dir,
+    maxModelLen,
+    vocabSize: cfg.native.vocabSize,
+    createdAt: Math.floor(Date.now() / 1000),
+    generationDefaults: await readGenerationDefaults(dir),
+    placeholder,
+  };
+  backend.setStatus('loading weights');
+  const engineOptions: EngineOptions = { ...opts.engine, maxModelLen };
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs }, (onStep) =>
+    factory.create(plan, { ...load, kvBlocks: plan.kvBlocks }, engineOptions, bundle, onStep),
+  );
+  const kvTokens = plan.kvBlocks * plan.blockSize;
+  logger.info(
+    {
+      architecture: cfg.architecture,
+      layers: cfg.native.numLayers,
+      hidden: cfg.native.hiddenSize,
+      vocab: cfg.native.vocabSize,
+      weightsGiB: +(plan.weightBytes / 2 ** 30).toFixed(3),
+      isa: factory.kind === 'native' ? native().cpuInfo().best : 'fake',
+      threads: opts.threads ?? os.availableParallelism(),
+      loadSeconds: +((performance.now() - t0) / 1000).toFixed(2),
+    },
+    'model loaded',
+  );
+  logger.info(
+    {
+      kvBlocks: plan.kvBlocks,
+      blockSize: plan.blockSize,
+      kvCacheGiB: +((plan.kvBlocks * plan.kvBlockBytes) / 2 ** 30).toFixed(3),
+      kvCacheTokens: kvTokens,
+      maxModelLen,
+      maxConcurrency: +(kvTokens / maxModelLen).toFixed(2), // vLLM's "Maximum concurrency for N tokens per request"
+      ...opts.engine,
+    },
+    'KV cache and scheduler',
+  );
+  if (kvTokens < maxModelLen) {
+    logger.warn({ kvCacheTokens: kvTokens, maxModelLen }, 'the KV cache holds fewer tokens than --max-model-len: the longest requests can never run; raise --kv-cache-memory or lower --max-model-len');
+  }
+  logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');
+  if (placeholder) {
+    logger.warn(
+      { dir },
+      'SERVING THE EMBEDDED DEFAULT: formula weights with ERNIE-4.5-0.3B\'s shape and a test tokenizer. ' +
+        'Outputs are MEANINGLESS until --model names a real checkpoint (e.g. --model /path/to/ERNIE-4.5-0.3B-PT).',
+    );
+  }
+  return host;
+}

@@ -1,0 +1,224 @@
+// EngineHost: the EngineClient implemented in-process on top of a NativeEngine and a checkpoint's
+// tokenizer bundle. The sidecar serves it over its sockets (serveEngine); tests use it directly.
+//
+// Request table: string ids (the gateway's) ↔ numeric engine ids (u32, never reused while live).
+// Thread rule: the engine calls onStep once per step on the Node thread (the native binding queues it
+// there); handleStep only pushes into per-request queues and never awaits, so a slow consumer of one
+// stream cannot stall the step loop or the other streams.
+// Lifetime: a request ends when all its choices finished, or by abort (abort(id), the stream's
+// AbortSignal, or the consumer returning early — the generator's finally). Every end that leaves the
+// engine generating calls engine.abort, so its KV blocks return to the pool in the next step.
+
+import {
+  EngineError,
+  type EngineClient,
+  type EngineEvent,
+  type EngineStats,
+  type Health,
+  type ModelInfo,
+  type SubmitRequest,
+  type TokenizeRequest,
+} from '../../protocol/engine-client.js';
+import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
+import type { TokenizerBundle } from '../tokenizer/index.js';
+import { toEngineRequest } from './engine-request.js';
+import { LiveRequest } from './live-request.js';
+import { completionBudget, promptIds } from './prompt.js';
+
+export interface EngineHostOptions {
+  bundle: TokenizerBundle;
+  model: ModelInfo;
+  /** Past this many requests waiting in the engine, new ones get QUEUE_FULL (HTTP 429). */
+  maxNumQueuedReqs: number;
+  /** Monotonic clock in ms (tests); default performance.now. */
+  now?: () => number;
+}
+
+export class EngineHost implements EngineClient {
+  private engine!: NativeEngine;
+  private readonly byId = new Map<string, LiveRequest>();
+  private readonly byNum = new Map<number, LiveRequest>();
+  private nextNum = 1;
+  private draining = false;
+  private closed = false;
+  private readonly now: () => number;
+
+  private constructor(private readonly opts: EngineHostOptions) {
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  /** Creates the host and its engine; `createEngine` receives the host's step callback. */
+  static async start(
+    opts: EngineHostOptions,
+    createEngine: (onStep: (outputs: StepOutput[]) => void) => NativeEngine | Promise<NativeEngine>,
+  ): Promise<EngineHost> {
+    const host = new EngineHost(opts);
+    host.engine = await createEngine((outputs) => host.handleStep(outputs));
+    return host;
+  }
+
+  /** Requests in the table (submitted, not yet ended). */
+  get liveRequests(): number {
+    return this.byId.size;
+  }
+
+  async *stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
+    const { live, ids } = this.admit(req);
+    const onAbort = () => this.endLive(live, 'abort');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    try {
+      const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
+      if (req.echo) this.addEcho(accepted, req, ids);
+      yield accepted;
+      for (;;) {
+        const ev = await live.queue.next();
+        yield ev;
+        if (ev.type === 'done') return;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.endLive(live, 'abort'); // no-op after `done`; otherwise the consumer left early
+    }
+  }
+
+  async abort(id: string): Promise<void> {
+    const live = this.byId.get(id);
+    if (live) this.endLive(live, 'abort');
+  }
+
+  async health(): Promise<Health> {
+    const ready = !this.draining && !this.closed;
+    return { ready, loading: false, draining: this.draining || this.closed, ...(ready ? {} : { message: 'draining' }) };
+  }
+
+  async stats(): Promise<EngineStats> {
+    const s = this.engine.stats();
+    return {
+      running: s.running,
+      waiting: s.waiting,
+      kvBlocksTotal: s.kvBlocksTotal,
+      kvBlocksFree: s.kvBlocksFree,
+      kvUsage: s.kvUsage,
+      preemptions: s.preemptions,
+      prefixCacheQueries: s.prefixCacheQueries,
+      prefixCacheHits: s.prefixCacheHits,
+      promptTokens: s.promptTokens,
+      generationTokens: s.generationTokens,
+      stepTimeMs: s.stepTimeMs,
+    };
+  }
+
+  async model(): Promise<ModelInfo> {
+    return this.opts.model;
+  }
+
+  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
+    try {
+      const { tokens } = this.opts.bundle.tokenize(req);
+      return { tokens, maxModelLen: this.opts.model.maxModelLen };
+    } catch (err) {
+      if (err instanceof EngineError) throw err;
+      throw new EngineError('INVALID_REQUEST', (err as Error).message, req.messages ? 'messages' : 'prompt');
+    }
+  }
+
+  async detokenize(tokens: number[]): Promise<{ prompt: string }> {
+    const vocab = this.opts.model.vocabSize;
+    const bad = tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+    if (bad !== undefined) throw new EngineError('INVALID_REQUEST', `token id ${bad} is out of vocabulary (size ${vocab})`, 'tokens');
+    return this.opts.bundle.detokenize(tokens);
+  }
+
+  /** Refuses new requests (NOT_READY) and resolves when the table is empty or after timeoutMs. */
+  async drain(timeoutMs: number, poll: (ms: number) => Promise<void>): Promise<boolean> {
+    this.draining = true;
+    for (const deadline = this.now() + timeoutMs; this.byId.size > 0 && this.now() < deadline; ) await poll(20);
+    return this.byId.size === 0;
+  }
+
+  /** Stops the engine; requests still open end with an error event (ENGINE_DEAD for the gateway). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.engine.close();
+    for (const live of [...this.byId.values()]) this.endLive(live, 'error', 'the engine was shut down');
+  }
+
+  private admit(req: SubmitRequest): { live: LiveRequest; ids: number[] } {
+    if (this.closed || this.draining) throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
+    if (this.byId.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
+    const { bundle, model } = this.opts;
+    const ids = promptIds(req.prompt, bundle, model.vocabSize);
+    const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
+    if (this.engine.stats().waiting >= this.opts.maxNumQueuedReqs) {
+      throw new EngineError('QUEUE_FULL', `${this.opts.maxNumQueuedReqs} requests are already waiting; retry later`);
+    }
+    const num = this.allocateNum();
+    const er = toEngineRequest(num, ids, req.n, maxTokens, req.sampling, bundle.eosIds, model.vocabSize);
+    const refused = this.engine.submit(er);
+    if (refused !== null) throw new EngineError('INVALID_REQUEST', `the engine refused the request: ${refused}`);
+    const live = new LiveRequest(
+      {
+        id: req.id,
+        num,
+        n: req.n,
+        promptTokens: ids.length,
+        stop: req.sampling.stop,
+        skipSpecialTokens: req.sampling.skipSpecialTokens,
+        logprobs: req.sampling.logprobs,
+        eosStops: new Set(req.sampling.ignoreEos ? [] : bundle.eosIds),
+        submittedAt: this.now(),
+      },
+      bundle,
+    );
+    this.byId.set(req.id, live);
+    this.byNum.set(num, live);
+    return { live, ids };
+  }
+
+  private addEcho(accepted: EngineEvent & { type: 'accepted' }, req: SubmitRequest, ids: number[]): void {
+    const p = req.prompt;
+    accepted.promptTokenIds = ids;
+    accepted.promptText = p.kind === 'text' ? p.text : this.opts.bundle.tokenizer.decode(ids, { skipSpecialTokens: req.sampling.skipSpecialTokens });
+  }
+
+  private allocateNum(): number {
+    for (;;) {
+      const num = this.nextNum;
+      this.nextNum = num >= 0xffffffff ? 1 : num + 1;
+      if (!this.byNum.has(num)) return num;
+    }
+  }
+
+  /** The engine's step callback: route outputs to their requests; unknown ids (ended here) are dropped. */
+  private handleStep(outputs: StepOutput[]): void {
+    const now = this.now();
+    const groups = new Map<number, StepOutput[]>();
+    for (const o of outputs) {
+      const g = groups.get(o.id);
+      if (g) g.push(o);
+      else groups.set(o.id, [o]);
+    }
+    for (const [num, outs] of groups) {
+      const live = this.byNum.get(num);
+      if (!live) continue;
+      live.apply(outs, now);
+      if (live.done) this.remove(live);
+    }
+  }
+
+  private endLive(live: LiveRequest, reason: 'abort' | 'error', message?: string): void {
+    if (live.done) return;
+    live.end(reason, this.now(), message);
+    this.remove(live);
+  }
+
+  /** Drops a finished request from the table; tells the engine when it may still be generating it. */
+  private remove(live: LiveRequest): void {
+    if (this.byNum.get(live.init.num) !== live) return;
+    this.byNum.delete(live.init.num);
+    this.byId.delete(live.init.id);
+    if (live.needsEngineAbort && !this.closed) this.engine.abort(live.init.num);
+  }
+}

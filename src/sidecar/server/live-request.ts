@@ -1,0 +1,170 @@
+// One request in the sidecar's table: its per-choice incremental detokenizers and its event queue.
+// `apply(outputs)` turns this request's StepOutputs of one engine step into at most one `delta` event,
+// and the `done` event once every choice has finished.
+//
+// Choice contract (what the gateway relies on):
+//  - text is complete UTF-8, stop strings withheld; a stop string ends the choice with finish 'stop',
+//    stopReason = the string, and tokens after the one that completed it are dropped (as vLLM);
+//  - an engine stop token ends it with 'stop'; the token counts as output (usage, token ids, logprobs)
+//    but its text is never added (vLLM), stopReason = the id for a request stop_token_id, null for eos;
+//  - Length / Abort / Error pass through; on every end but a stop string the held-back text is flushed.
+// The queue is unbounded and never waits (./event-queue): a slow consumer cannot stall the step loop.
+
+import type { ChoiceDelta, EngineEvent, FinishReason } from '../../protocol/engine-client.js';
+import { EventQueue } from '../../protocol/event-queue.js';
+import { Finish, type StepOutput } from '../engine/native-engine.js';
+import type { IncrementalDetokenizer, TokenizerBundle } from '../tokenizer/index.js';
+import { tokenLogprob } from './logprobs.js';
+
+interface ChoiceState {
+  detok: IncrementalDetokenizer;
+  tokens: number;
+  finish: FinishReason | null;
+  /** The engine still generates this choice (it ended it itself, or not yet). */
+  engineRunning: boolean;
+}
+
+export interface LiveRequestInit {
+  id: string;
+  num: number;
+  n: number;
+  promptTokens: number;
+  stop: string[];
+  skipSpecialTokens: boolean;
+  logprobs: number | null;
+  /** eos ids that were stop ids for this request (stopReason null), i.e. none when ignore_eos. */
+  eosStops: ReadonlySet<number>;
+  submittedAt: number; // ms
+}
+
+export class LiveRequest {
+  readonly queue = new EventQueue<EngineEvent>();
+  private readonly choices: ChoiceState[];
+  private cached = 0;
+  private firstOutputAt: number | null = null;
+  private firstTokenAt: number | null = null;
+  private ended = false;
+
+  constructor(
+    readonly init: LiveRequestInit,
+    private readonly bundle: TokenizerBundle,
+  ) {
+    this.choices = Array.from({ length: init.n }, () => ({
+      detok: bundle.newDetokenizer({ stop: init.stop, skipSpecialTokens: init.skipSpecialTokens }),
+      tokens: 0,
+      finish: null,
+      engineRunning: true,
+    }));
+  }
+
+  get done(): boolean {
+    return this.ended;
+  }
+
+  /** True when the engine may still be generating a choice that is finished for the client. */
+  get needsEngineAbort(): boolean {
+    return this.choices.some((c) => c.engineRunning);
+  }
+
+  /** This request's outputs of one step (in choice order as the engine gave them). */
+  apply(outputs: readonly StepOutput[], now: number): void {
+    if (this.ended) return;
+    this.firstOutputAt ??= now;
+    const deltas: ChoiceDelta[] = [];
+    for (const o of outputs) {
+      const c = this.choices[o.index];
+      if (!c) continue; // an index we never asked for: ignore rather than crash the step
+      if (o.finish !== Finish.None) c.engineRunning = false;
+      this.cached = Math.max(this.cached, o.cachedTokens);
+      if (c.finish !== null) continue; // finished by a stop string: the engine's late tokens are dropped
+      if (o.tokens.length > 0) this.firstTokenAt ??= now;
+      deltas.push(this.step(o, c));
+    }
+    if (deltas.length > 0) this.queue.push({ type: 'delta', choices: deltas });
+    if (this.choices.every((c) => c.finish !== null)) this.finish(now);
+  }
+
+  /** Ends every open choice with `reason` (client abort, engine shutdown) and the request with `done`. */
+  end(reason: 'abort' | 'error', now: number, message?: string): void {
+    if (this.ended) return;
+    const deltas: ChoiceDelta[] = [];
+    this.choices.forEach((c, index) => {
+      if (c.finish !== null) return;
+      c.finish = reason;
+      const d: ChoiceDelta = { index, text: '', tokenIds: [], finishReason: reason, stopReason: null };
+      if (reason === 'error') d.error = { code: 'ENGINE_DEAD', message: message ?? 'the engine stopped' };
+      deltas.push(d);
+    });
+    if (deltas.length > 0) this.queue.push({ type: 'delta', choices: deltas });
+    this.finish(now);
+  }
+
+  private step(o: StepOutput, c: ChoiceState): ChoiceDelta {
+    const { logprobs } = this.init;
+    const tokenIds: number[] = [];
+    const lps: NonNullable<ChoiceDelta['logprobs']> = [];
+    let text = '';
+    let stopString: string | null = null;
+    for (let t = 0; t < o.tokens.length; t++) {
+      const id = o.tokens[t]!;
+      tokenIds.push(id);
+      if (logprobs !== null) lps.push(tokenLogprob(o, t, logprobs, this.bundle.tokenizer));
+      const isStopToken = o.finish === Finish.Stop && t === o.tokens.length - 1;
+      if (isStopToken) break;
+      const r = c.detok.push([id]);
+      text += r.text;
+      if (r.stopped) {
+        stopString = r.stopped.stop;
+        break;
+      }
+    }
+    c.tokens += tokenIds.length;
+    const d: ChoiceDelta = { index: o.index, text, tokenIds };
+    if (logprobs !== null) d.logprobs = lps;
+    if (stopString !== null) return this.close(c, d, 'stop', stopString);
+    switch (o.finish) {
+      case Finish.None:
+        return d;
+      case Finish.Stop: {
+        const last = o.tokens[o.tokens.length - 1]!;
+        d.text += c.detok.flush();
+        return this.close(c, d, 'stop', this.init.eosStops.has(last) ? null : last);
+      }
+      case Finish.Length:
+        d.text += c.detok.flush();
+        return this.close(c, d, 'length', null);
+      case Finish.Abort:
+        return this.close(c, d, 'abort', null);
+      default:
+        d.error = { code: 'INTERNAL', message: o.error ?? 'the engine failed this request' };
+        return this.close(c, d, 'error', null);
+    }
+  }
+
+  private close(c: ChoiceState, d: ChoiceDelta, reason: FinishReason, stopReason: string | number | null): ChoiceDelta {
+    c.finish = reason;
+    d.finishReason = reason;
+    d.stopReason = stopReason;
+    return d;
+  }
+
+  private finish(now: number): void {
+    this.ended = true;
+    const s = this.init.submittedAt;
+    this.queue.push({
+      type: 'done',
+      usage: {
+        promptTokens: this.init.promptTokens,
+        completionTokens: this.choices.reduce((n, c) => n + c.tokens, 0),
+        cachedTokens: this.cached,
+      },
+      // queued: submit → the engine's first output for it (waiting plus prefill: the native contract
+      // does not report when scheduling happened). ttft: submit → first token.
+      timing: {
+        queued: ((this.firstOutputAt ?? now) - s) / 1000,
+        ttft: this.firstTokenAt === null ? null : (this.firstTokenAt - s) / 1000,
+        e2e: (now - s) / 1000,
+      },
+    });
+  }
+}

@@ -1,0 +1,112 @@
+// Spawns `node bin/ernie-edge.js …` as a real process and reads its JSON log lines (stdout is not a
+// TTY, so pino writes JSON). Waiting is event-driven (log lines, exit) or polling for readiness.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/ernie-edge.js', import.meta.url));
+
+export type LogLine = Record<string, unknown> & { msg?: string };
+
+export class CliProcess {
+  readonly logs: LogLine[] = [];
+  stderr = '';
+  readonly exited: Promise<number | null>;
+  private waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+  readonly child: ChildProcess;
+
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+    this.child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let buf = '';
+    this.child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        let parsed: LogLine;
+        try {
+          parsed = JSON.parse(line) as LogLine;
+        } catch {
+          parsed = { msg: line };
+        }
+        this.logs.push(parsed);
+        this.waiters = this.waiters.filter((w) => (w.pred(parsed) ? (w.resolve(parsed), false) : true));
+      }
+    });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves with the first log line (past or future) matching pred; rejects if the process exits first. */
+  waitForLog(pred: (l: LogLine) => boolean): Promise<LogLine> {
+    const seen = this.logs.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return Promise.race([
+      new Promise<LogLine>((resolve) => this.waiters.push({ pred, resolve })),
+      this.exited.then((code) => {
+        throw new Error(`process exited (${code}) before the log line; stderr: ${this.stderr}\nlogs: ${JSON.stringify(this.logs.slice(-5))}`);
+      }),
+    ]);
+  }
+
+  async baseURL(): Promise<string> {
+    const l = await this.waitForLog((x) => x.msg === 'gateway listening');
+    return String(l.url);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+  }
+}
+
+const made: string[] = [];
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+/** Removes every directory tempDir made (call after the processes using them have exited). */
+export function removeTempDirs(): void {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** Polls until `url` answers `status` (readiness probes: the one place tests wait on time). */
+export async function pollStatus(url: string, status: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: number | string = 'none';
+  while (Date.now() < deadline) {
+    last = await fetch(url).then(
+      (r) => r.status,
+      (e: unknown) => String(e),
+    );
+    if (last === status) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (last: ${last})`);
+}
+
+/** Reads an SSE body frame by frame. */
+export async function* sseFrames(res: Response): AsyncGenerator<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      if (frame.startsWith('data: ')) yield frame.slice(6);
+    }
+  }
+}
+
+export const fakeEnv = (cache: string, stepMs = 0): NodeJS.ProcessEnv => ({
+  ERNIE_EDGE_FAKE_ENGINE: '1',
+  ERNIE_EDGE_FAKE_STEP_MS: String(stepMs),
+  ERNIE_EDGE_CACHE: cache,
+});
