@@ -37,6 +37,17 @@ export interface NativeLoadOptions {
   blockSize: number;
   isa?: '' | 'avx512' | 'avx2';
   precise?: boolean; // split activations into two bf16 planes (default true)
+  /** 'cpu' (default) or 'cuda': the CUDA runner of native/cuda/, dlopen()ed from cudaLibrary. */
+  device?: 'cpu' | 'cuda';
+  cudaLibrary?: string;
+  /** cuda, kvBlocks 0: size the KV cache so the process uses this fraction of GPU memory (default 0.9). */
+  gpuMemoryUtilization?: number;
+  /** cuda: never replay decode steps from CUDA graphs. */
+  enforceEager?: boolean;
+  /** cuda: decode graphs serve sequences up to this length and batches up to maxNumSeqs. */
+  maxModelLen?: number;
+  maxNumSeqs?: number;
+  maxNumBatchedTokens?: number;
 }
 
 /** One sequence's part of a forward step. logits: 0 none, 1 last token, 2 every token. */
@@ -48,7 +59,9 @@ export interface NativeSlice {
 }
 
 export interface NativeModelInfo {
-  isa: string;
+  isa: string; // CPU kernel set, or 'cuda'
+  device: 'cpu' | 'cuda';
+  cuda?: { deviceName: string; graphSteps: number; eagerSteps: number; gpuBytesUsed: number };
   threads: number;
   kvBlocks: number;
   blockSize: number;
@@ -90,7 +103,15 @@ export interface NativeAddon {
   BlockPool: new (numBlocks: number) => NativeBlockPool;
   formulaTensor(name: string, numel: number, salt?: number): Promise<Buffer>;
   cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };
+  /** Whether libernie_cuda.so at this path loads and sees a GPU (never throws). */
+  cudaInfo(library: string): CudaProbe;
   abiVersion: number;
+}
+
+export interface CudaProbe {
+  available: boolean;
+  devices: number;
+  reason: string; // why not, when unavailable
 }
 
 let cached: NativeAddon | undefined;

@@ -7,6 +7,7 @@
 #include "binding/model_wrap.h"
 #include "cpu/kernels.h"
 #include "formula/formula.h"
+#include "model/cuda_runner.h"
 
 namespace ee {
 namespace {
@@ -59,6 +60,17 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// cudaInfo(libraryPath) -> { available, devices, reason }: whether the CUDA backend can run here.
+Napi::Value CudaInfo(const Napi::CallbackInfo& info) {
+  const std::string lib = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  CudaProbe p = probe_cuda(lib);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("available", p.available);
+  o.Set("devices", p.devices);
+  o.Set("reason", p.reason);
+  return o;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeModel", NativeModel::Init(env));
   exports.Set("loadModel", Napi::Function::New(env, NativeModel::Load));
@@ -67,6 +79,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("BlockPool", InitBlockPool(env));
   exports.Set("formulaTensor", Napi::Function::New(env, FormulaTensor));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
+  exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -185,7 +185,7 @@ class CreateWorker : public Napi::AsyncWorker {
       });
       if (st != napi_ok) delete data;  // the JS side is gone (closing)
     };
-    holder_->engine = std::make_unique<Engine>(std::move(m->runner), holder_->pool.get(), ec_, sink);
+    holder_->engine = std::make_unique<Engine>(std::move(m->runner), m->host_kernels, holder_->pool.get(), ec_, sink);
   }
   void OnOK() override {
     auto* hp = new std::shared_ptr<EngineHolder>(holder_);

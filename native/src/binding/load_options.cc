@@ -48,6 +48,17 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   r.block_size = get_int(o, "blockSize", 16);
   if (o.Has("isa") && o.Get("isa").IsString()) r.isa = o.Get("isa").As<Napi::String>().Utf8Value();
   if (o.Has("precise") && o.Get("precise").IsBoolean()) r.precise = o.Get("precise").As<Napi::Boolean>().Value();
+  auto str = [&](const char* k, std::string& out) {
+    if (o.Has(k) && o.Get(k).IsString()) out = o.Get(k).As<Napi::String>().Utf8Value();
+  };
+  str("device", r.device);
+  str("cudaLibrary", r.cuda_library);
+  if (o.Has("gpuMemoryUtilization") && o.Get("gpuMemoryUtilization").IsNumber())
+    r.gpu_memory_utilization = o.Get("gpuMemoryUtilization").As<Napi::Number>().FloatValue();
+  if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean()) r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();
+  r.max_model_len = get_int(o, "maxModelLen", r.max_model_len);
+  r.max_num_seqs = get_int(o, "maxNumSeqs", r.max_num_seqs);
+  r.max_batched_tokens = get_int(o, "maxNumBatchedTokens", r.max_batched_tokens);
   return r;
 }
 

@@ -19,6 +19,14 @@ struct LoadOptions {
   int block_size = 16;
   std::string isa;        // "", "avx512", "avx2"
   bool precise = true;
+  // "cpu" or "cuda" (the TS loader resolves "auto"); the cuda_* fields only apply to "cuda".
+  std::string device = "cpu";
+  std::string cuda_library;
+  float gpu_memory_utilization = 0.9f;
+  bool enforce_eager = false;
+  int max_model_len = 8192;
+  int max_num_seqs = 256;
+  int max_batched_tokens = 2048;
 };
 
 LoadOptions parse_load_options(const Napi::Object& o);

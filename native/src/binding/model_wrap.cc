@@ -6,6 +6,8 @@
 
 #include "binding/load_options.h"
 #include "binding/membw.h"
+#include "model/cuda_runner.h"
+#include "model/model_runner.h"
 
 namespace ee {
 
@@ -34,13 +36,34 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   if (Status st = check_config(opts.config); !st.is_ok()) return st;
   const cpu::Kernels* k = cpu::select_kernels(opts.isa);
   if (!k) return Status::error("this CPU lacks the instruction set '" + (opts.isa.empty() ? "avx2" : opts.isa) + "'");
-  if (opts.kv_blocks <= 0 || opts.block_size <= 0) return Status::error("kvBlocks and blockSize must be positive");
+  if (opts.block_size <= 0) return Status::error("blockSize must be positive");
+  if (opts.device == "cuda") {
+    CudaOptions co;
+    co.library = opts.cuda_library;
+    co.num_blocks = opts.kv_blocks;
+    co.block_size = opts.block_size;
+    co.gpu_memory_utilization = opts.gpu_memory_utilization;
+    co.max_model_len = opts.max_model_len;
+    co.max_num_seqs = opts.max_num_seqs;
+    co.max_batched_tokens = opts.max_batched_tokens;
+    co.enforce_eager = opts.enforce_eager;
+    auto r = make_cuda_runner(opts.config, opts.tensors, co);
+    if (!r.is_ok()) return r.status();
+    auto m = std::make_shared<LoadedModel>();
+    m->pool = std::make_unique<ThreadPool>(opts.threads);
+    m->host_kernels = k;
+    m->runner = r.take();
+    return m;
+  }
+  if (opts.device != "cpu") return Status::error("unknown device '" + opts.device + "' (cpu or cuda)");
+  if (opts.kv_blocks <= 0) return Status::error("kvBlocks and blockSize must be positive");
   auto w = ModelWeights::load(opts.config, opts.tensors);
   if (!w.is_ok()) return w.status();
   auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size);
   if (!kv->ok()) return Status::error("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);
+  m->host_kernels = k;
   m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise);
   return m;
 }
@@ -117,25 +140,31 @@ class GreedyWorker : public Napi::AsyncWorker {
   void Execute() override {
     std::lock_guard<std::mutex> lock(m_->mu);
     if (!m_->runner) return SetError("model is closed");
-    ModelRunner& r = *m_->runner;
+    IModelRunner& r = *m_->runner;
+    // A device argmax (CUDA) returns only the chosen id per step; the CPU takes the host argmax.
+    const bool dev = r.has_device_argmax();
     std::vector<float> logits;
+    std::vector<int32_t> am;
+    const int V = r.config().vocab_size;
+    auto step = [&](const SeqSlice& sl) { return dev ? r.forward_argmax({sl}, am) : r.forward({sl}, logits); };
+    auto next = [&] {
+      return dev ? am[0] : int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
+    };
     auto t0 = Clock::now();
     const int n = int(d_.tokens.size());
     for (int s = 0; s < n; s += chunk_) {
       const int len = std::min(chunk_, n - s);
       SeqSlice sl{d_.tokens.data() + s, len, s, d_.blocks.data(), int(d_.blocks.size()),
                   s + len == n ? SeqSlice::kLast : SeqSlice::kNone};
-      if (Status st = r.forward({sl}, logits); !st.is_ok()) return SetError(st.message());
+      if (Status st = step(sl); !st.is_ok()) return SetError(st.message());
     }
     prefill_ms_ = ms_since(t0);
     auto t1 = Clock::now();
-    const int V = r.config().vocab_size;
     for (int i = 0; i < max_new_; ++i) {
-      int32_t tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
-      out_.push_back(tok);
+      out_.push_back(next());
       if (i + 1 == max_new_) break;
       SeqSlice sl{&out_.back(), 1, n + i, d_.blocks.data(), int(d_.blocks.size()), SeqSlice::kLast};
-      if (Status st = r.forward({sl}, logits); !st.is_ok()) return SetError(st.message());
+      if (Status st = step(sl); !st.is_ok()) return SetError(st.message());
     }
     decode_ms_ = ms_since(t1);
   }
@@ -202,23 +231,36 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
 
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
-  ModelRunner& r = *model_->runner;
+  IModelRunner& r = *model_->runner;
   Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("isa", r.kernels().isa);
+  o.Set("isa", r.backend());
+  o.Set("device", std::string(r.backend()) == "cuda" ? "cuda" : "cpu");
   o.Set("threads", model_->pool->size());
-  o.Set("kvBlocks", r.kv().num_blocks());
-  o.Set("blockSize", r.kv().block_size());
-  o.Set("kvBytes", double(r.kv().bytes()));
-  o.Set("weightBytes", double(r.weights().matrix_bytes));
-  const ModelRunner::Profile& pr = r.profile();
-  Napi::Object prof = Napi::Object::New(info.Env());
-  prof.Set("gemmMs", pr.gemm_ms);
-  prof.Set("attentionMs", pr.attention_ms);
-  prof.Set("otherMs", pr.other_ms);
-  prof.Set("lmHeadMs", pr.lm_head_ms);
-  prof.Set("steps", double(pr.steps));
-  prof.Set("tokens", double(pr.tokens));
-  o.Set("profile", prof);
+  o.Set("kvBlocks", r.num_blocks());
+  o.Set("blockSize", r.block_size());
+  o.Set("kvBytes", double(r.kv_bytes()));
+  o.Set("weightBytes", double(r.weight_bytes()));
+  if (auto* cpu_runner = dynamic_cast<ModelRunner*>(&r)) {
+    const ModelRunner::Profile& pr = cpu_runner->profile();
+    Napi::Object prof = Napi::Object::New(info.Env());
+    prof.Set("gemmMs", pr.gemm_ms);
+    prof.Set("attentionMs", pr.attention_ms);
+    prof.Set("otherMs", pr.other_ms);
+    prof.Set("lmHeadMs", pr.lm_head_ms);
+    prof.Set("steps", double(pr.steps));
+    prof.Set("tokens", double(pr.tokens));
+    o.Set("profile", prof);
+  }
+  uint64_t graph_steps = 0, eager_steps = 0, used = 0;
+  std::string name;
+  if (cuda_graph_stats(r, &graph_steps, &eager_steps, &name, &used)) {
+    Napi::Object c = Napi::Object::New(info.Env());
+    c.Set("deviceName", name);
+    c.Set("graphSteps", double(graph_steps));
+    c.Set("eagerSteps", double(eager_steps));
+    c.Set("gpuBytesUsed", double(used));
+    o.Set("cuda", c);
+  }
   return o;
 }
 

@@ -8,13 +8,15 @@
 #include <mutex>
 
 #include "common/thread_pool.h"
-#include "model/model_runner.h"
+#include "cpu/kernels.h"
+#include "model/runner.h"
 
 namespace ee {
 
 struct LoadedModel {
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<IModelRunner> runner;
+  const cpu::Kernels* host_kernels = nullptr;  // the sampler's (and the CPU runner's) kernels
   std::mutex mu;  // serialises forward calls
 };
 

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "common/assert.h"
+#include "common/thread_priority.h"
 
 namespace ee {
 
@@ -44,6 +45,7 @@ void ThreadPool::dispatch(int n_tasks, Trampoline tramp, void* ctx) {
 }
 
 void ThreadPool::worker_main(int worker) {
+  lower_thread_priority();
   uint32_t seen = generation_.load(std::memory_order_acquire);
   for (;;) {
     uint32_t g;

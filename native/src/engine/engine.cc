@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/assert.h"
+#include "common/thread_priority.h"
 
 namespace ee {
 
@@ -12,11 +13,12 @@ constexpr int kMaxN = 128;
 constexpr int kMaxLogprobs = 64;
 }  // namespace
 
-Engine::Engine(std::unique_ptr<ModelRunner> runner, ThreadPool* pool, EngineConfig cfg, StepSink sink)
+Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_kernels, ThreadPool* pool,
+               EngineConfig cfg, StepSink sink)
     : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
-      kv_(runner_->kv().num_blocks(), runner_->kv().block_size(), cfg.prefix_caching),
+      kv_(runner_->num_blocks(), runner_->block_size(), cfg.prefix_caching),
       sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens}),
-      sampler_(&runner_->kernels(), runner_->config().vocab_size), scratch_(size_t(pool->size())),
+      sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())),
       seed_rng_(cfg.seed) {
   publish_stats(0, 0, 0);
   thread_ = std::thread([this] { loop(); });
@@ -205,19 +207,24 @@ void Engine::step(std::vector<StepOutput>& out) {
   }
   std::vector<std::pair<int, int>> copies;
   for (const BlockCopy& c : so.copies) copies.emplace_back(c.src, c.dst);
-  runner_->copy_blocks(copies);
   std::vector<SeqSlice> slices;
   std::vector<int> row_of(so.seqs.size(), -1);
   int rows = 0;
+  bool greedy_only = runner_->has_device_argmax();
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const Scheduled& sc = so.seqs[i];
     Sequence& s = *sc.seq;
     slices.push_back({s.tokens.data() + s.num_computed, sc.n, s.num_computed, s.block_table.data(),
                       int(s.block_table.size()), sc.sample ? SeqSlice::kLast : SeqSlice::kNone});
-    if (sc.sample) row_of[i] = rows++;
+    if (sc.sample) {
+      row_of[i] = rows++;
+      greedy_only = greedy_only && plain_greedy(s);
+    }
   }
   std::vector<float> logits;
-  Status st = runner_->forward(slices, logits);
+  std::vector<int32_t> argmax;
+  Status st = runner_->copy_blocks(copies);
+  if (st.is_ok()) st = greedy_only ? runner_->forward_argmax(slices, argmax) : runner_->forward(slices, logits);
   if (!st.is_ok()) {  // a value, not a crash: the requests of this step fail
     for (const Scheduled& sc : so.seqs) {
       Request& r = requests_[sc.seq->req->id];
@@ -229,10 +236,15 @@ void Engine::step(std::vector<StepOutput>& out) {
   }
   std::vector<SampleOut> samples(so.seqs.size());
   const int V = runner_->config().vocab_size;
-  pool_->run(int(so.seqs.size()), [&](int i, int worker) {
-    if (row_of[size_t(i)] < 0) return;
-    samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq, scratch_[size_t(worker)]);
-  });
+  if (greedy_only) {
+    for (size_t i = 0; i < so.seqs.size(); ++i)
+      if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
+  } else {
+    pool_->run(int(so.seqs.size()), [&](int i, int worker) {
+      if (row_of[size_t(i)] < 0) return;
+      samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq, scratch_[size_t(worker)]);
+    });
+  }
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     Sequence& s = *so.seqs[i].seq;
     Request& r = requests_[s.req->id];
@@ -249,7 +261,14 @@ void Engine::step(std::vector<StepOutput>& out) {
   publish_stats(ms, so.num_tokens, int(so.seqs.size()));
 }
 
+bool Engine::plain_greedy(const Sequence& s) {
+  const RequestSpec& r = *s.req;
+  const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
+  return r.temperature <= 0.0f && r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
+}
+
 void Engine::loop() {
+  lower_thread_priority();
   for (;;) {
     std::vector<StepOutput> out;
     const bool running = drain_inbox(out);

@@ -16,7 +16,9 @@
 #include "engine/kv_manager.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
-#include "model/model_runner.h"
+#include "cpu/kernels.h"
+#include "common/thread_pool.h"
+#include "model/runner.h"
 
 namespace ee {
 
@@ -52,7 +54,9 @@ using StepSink = std::function<void(std::vector<StepOutput>&&)>;
 
 class Engine {
  public:
-  Engine(std::unique_ptr<ModelRunner> runner, ThreadPool* pool, EngineConfig cfg, StepSink sink);
+  // host_kernels: the CPU kernels the sampler uses (whatever device the runner computes on).
+  Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_kernels, ThreadPool* pool, EngineConfig cfg,
+         StepSink sink);
   ~Engine();  // stops the loop; unfinished requests end with Finish::Abort
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -78,8 +82,11 @@ class Engine {
   void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
   void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
   void publish_stats(double step_ms, int tokens, int seqs);
+  // Whether this sequence's next token is a plain argmax of the raw logits (greedy, no bias, no
+  // penalties, no logprobs, no fork pending): then a runner with a device argmax need not return logits.
+  static bool plain_greedy(const Sequence& s);
 
-  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<IModelRunner> runner_;
   ThreadPool* pool_;
   EngineConfig cfg_;
   StepSink sink_;

@@ -33,26 +33,6 @@ ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights,
   scores_.resize(size_t(pool_->size()));
 }
 
-Status ModelRunner::validate(const std::vector<SeqSlice>& batch) const {
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const SeqSlice& s = batch[i];
-    if (s.n_tokens <= 0 || s.start_pos < 0) return Status::error("slice " + std::to_string(i) + ": empty or negative");
-    for (int t = 0; t < s.n_tokens; ++t)
-      if (s.tokens[t] < 0 || s.tokens[t] >= cfg_.vocab_size)
-        return Status::error("token id " + std::to_string(s.tokens[t]) + " is outside the vocabulary [0, " +
-                             std::to_string(cfg_.vocab_size) + ")");
-    const int need = (s.start_pos + s.n_tokens + kv_->block_size() - 1) / kv_->block_size();
-    if (s.n_blocks < need)
-      return Status::error("slice " + std::to_string(i) + ": block table has " + std::to_string(s.n_blocks) +
-                           " blocks, needs " + std::to_string(need));
-    for (int b = 0; b < need; ++b)
-      if (s.block_table[b] < 0 || s.block_table[b] >= kv_->num_blocks())
-        return Status::error("slice " + std::to_string(i) + ": block id " + std::to_string(s.block_table[b]) +
-                             " out of range");
-  }
-  return Status::ok();
-}
-
 void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>& fn) {
   const int tasks = (T + per_task - 1) / per_task;
   pool_->run(tasks, [&](int task, int) { fn(task * per_task, std::min(T, (task + 1) * per_task)); });
@@ -103,17 +83,18 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
   });
 }
 
-void ModelRunner::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
+Status ModelRunner::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
   const size_t tile = size_t(cfg_.num_kv_heads) * size_t(kv_->block_size()) * size_t(cfg_.head_dim);
   for (int l = 0; l < cfg_.num_layers; ++l)
     for (const auto& [src, dst] : src_dst) {
       std::memcpy(kv_->k(l) + kv_->tile(dst, 0), kv_->k(l) + kv_->tile(src, 0), tile * sizeof(float));
       std::memcpy(kv_->v(l) + kv_->tile(dst, 0), kv_->v(l) + kv_->tile(src, 0), tile * sizeof(float));
     }
+  return Status::ok();
 }
 
 Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) {
-  if (Status st = validate(batch); !st.is_ok()) return st;
+  if (Status st = validate_batch(cfg_, kv_->num_blocks(), kv_->block_size(), batch); !st.is_ok()) return st;
   const int H = cfg_.hidden_size, I = cfg_.intermediate_size, QD = cfg_.q_dim(), KVD = cfg_.kv_dim();
   const int D = cfg_.head_dim, bs = kv_->block_size();
   // Row layout: slices back to back; row0[i] is slice i's first row; pos[r] is row r's position.

@@ -11,33 +11,25 @@
 #include "cpu/kernels.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/runner.h"
 #include "model/weights.h"
 
 namespace ee {
 
-// One sequence's part of a step: n_tokens new tokens at positions start_pos.. start_pos+n_tokens-1.
-struct SeqSlice {
-  const int32_t* tokens;
-  int n_tokens;
-  int start_pos;
-  const int32_t* block_table;  // covers positions 0 .. start_pos+n_tokens-1
-  int n_blocks;
-  enum Logits { kNone = 0, kLast = 1, kAll = 2 } logits;
-};
-
-class ModelRunner {
+class ModelRunner : public IModelRunner {
  public:
   ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
               ThreadPool* pool, const cpu::Kernels* kernels, bool precise);
 
-  // logits: rows for the slices that asked, in slice order, each vocab_size floats.
-  // Errors (bad token id, short block table, bad block id) leave the cache untouched.
-  Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits);
+  Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
+  Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
+  const ModelConfig& config() const override { return cfg_; }
+  int num_blocks() const override { return kv_->num_blocks(); }
+  int block_size() const override { return kv_->block_size(); }
+  uint64_t kv_bytes() const override { return kv_->bytes(); }
+  uint64_t weight_bytes() const override { return w_->matrix_bytes; }
+  const char* backend() const override { return k_->isa; }
 
-  // Copies whole KV blocks (all layers, K and V): copy-on-write after a fork.
-  void copy_blocks(const std::vector<std::pair<int, int>>& src_dst);
-
-  const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return *w_; }
   KvCache& kv() { return *kv_; }
   const cpu::Kernels& kernels() const { return *k_; }
@@ -50,7 +42,6 @@ class ModelRunner {
   const Profile& profile() const { return prof_; }
 
  private:
-  Status validate(const std::vector<SeqSlice>& batch) const;
   // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K].
   struct MatOut {
     const bf16_t* w;

@@ -27,8 +27,10 @@ constexpr size_t kAlign = 4096;  // each matrix starts on its own page
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 // Bytes the arena needs for every matrix of `cfg`, in the order matrix() places them.
-size_t arena_bytes(const ModelConfig& cfg, bool separate_lm_head) {
-  auto m = [](int n, int k) { return round_up(cpu::packed_elems(n, k) * 2, kAlign); };
+size_t matrix_elems(int n, int k, bool packed) { return packed ? cpu::packed_elems(n, k) : size_t(n) * size_t(k); }
+
+size_t arena_bytes(const ModelConfig& cfg, bool separate_lm_head, bool packed) {
+  auto m = [packed](int n, int k) { return round_up(matrix_elems(n, k, packed) * 2, kAlign); };
   const int H = cfg.hidden_size, I = cfg.intermediate_size, Q = cfg.q_dim(), KV = cfg.kv_dim();
   size_t per_layer = m(Q, H) + 2 * m(KV, H) + m(H, Q) + 2 * m(I, H) + m(H, I);
   return size_t(cfg.num_layers) * per_layer + m(cfg.vocab_size, H) * (separate_lm_head ? 2 : 1);
@@ -105,7 +107,8 @@ class WeightsBuilder {
     const Src* s;
     if (Status st = find(name, {rows, cols}, &s); !st.is_ok()) return st;
     const size_t n = size_t(rows) * size_t(cols);
-    w_.matrix_bytes += cpu::packed_elems(int(rows), int(cols)) * 2;
+    const size_t elems = matrix_elems(int(rows), int(cols), w_.packed);
+    w_.matrix_bytes += elems * 2;
     std::vector<bf16_t> converted;
     const bf16_t* src = reinterpret_cast<const bf16_t*>(s->p);
     if (s->t->dtype != DType::BF16) {
@@ -126,8 +129,13 @@ class WeightsBuilder {
     } else if (reinterpret_cast<uintptr_t>(src) % 2 != 0) {
       return Status::error(s->t->path + ": tensor '" + name + "' is not 2-byte aligned in the file");
     }
-    auto* dst = reinterpret_cast<bf16_t*>(w_.arena_->take(cpu::packed_elems(int(rows), int(cols)) * 2));
+    auto* dst = reinterpret_cast<bf16_t*>(w_.arena_->take(elems * 2));
     ENGINE_ASSERT(dst != nullptr);  // arena_bytes() sized the arena for exactly these matrices
+    if (!w_.packed) {
+      std::memcpy(dst, src, n * 2);
+      *out = dst;
+      return Status::ok();
+    }
     // Packing is memory-bound; two threads halve a cold start.
     const int half = int(rows / 2);
     std::thread t([&] { cpu::pack_matrix(src, int(rows), int(cols), dst, 0, half); });
@@ -179,8 +187,9 @@ class WeightsBuilder {
 };
 
 Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
-                                                          const std::vector<TensorSource>& tensors) {
+                                                          const std::vector<TensorSource>& tensors, bool packed) {
   auto w = std::make_unique<ModelWeights>();
+  w->packed = packed;
   WeightsBuilder b(*w);
   if (Status st = b.index(tensors); !st.is_ok()) return st;
   const int64_t H = cfg.hidden_size, I = cfg.intermediate_size, V = cfg.vocab_size;
@@ -191,7 +200,7 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
     return st;                  \
   }
   const bool separate_lm_head = !(cfg.tie_word_embeddings && !b.has("lm_head.weight"));
-  w->arena_ = std::make_unique<WeightArena>(arena_bytes(cfg, separate_lm_head));
+  w->arena_ = std::make_unique<WeightArena>(arena_bytes(cfg, separate_lm_head, packed));
   if (!w->arena_->ok()) return Status::error("out of memory: cannot allocate " + std::to_string(w->arena_->size()) + " bytes for the weights");
   // Matrices are placed in the order a forward pass reads them, so a decode step streams through
   // one nearly contiguous region (hardware prefetchers and huge pages do the rest).

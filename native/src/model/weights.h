@@ -60,14 +60,17 @@ class ModelWeights {
  public:
   // Maps the files, checks every tensor's presence, shape, dtype and byte range, and returns the
   // weights or an error naming the file and the problem.
+  // packed = false keeps every matrix in the checkpoint's plain row-major [out, in] bf16 layout
+  // (what the CUDA runner uploads); true packs them for the CPU kernels.
   static Result<std::unique_ptr<ModelWeights>> load(const ModelConfig& cfg,
-                                                     const std::vector<TensorSource>& tensors);
+                                                     const std::vector<TensorSource>& tensors, bool packed = true);
 
   const bf16_t* embed_tokens = nullptr;  // [vocab, hidden]
   const bf16_t* lm_head = nullptr;       // [vocab, hidden]; == embed_tokens when tied
   const float* final_norm = nullptr;     // [hidden]
   std::vector<LayerWeights> layers;
-  uint64_t matrix_bytes = 0;             // packed bf16 bytes of all matrices (lm_head once)
+  uint64_t matrix_bytes = 0;             // bf16 bytes of all matrices as stored (lm_head once)
+  bool packed = true;                    // P4x32 (CPU kernels) or plain [out, in]
 
  private:
   std::vector<std::unique_ptr<MappedFile>> files_;  // kept mapped only while loading

@@ -3,6 +3,7 @@
 import os from 'node:os';
 import { native, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
+import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
 
 export interface LoadOptions {
   threads?: number; // default: all cores
@@ -11,6 +12,15 @@ export interface LoadOptions {
   kvCacheMemory?: number; // bytes for the KV cache (default: min(4 GiB, 25% of free memory))
   isa?: '' | 'avx512' | 'avx2';
   precise?: boolean;
+  /** 'cpu' (default), 'cuda', or 'auto' (CUDA when native/cuda is built and a GPU is present). */
+  device?: DeviceChoice;
+  cudaLibrary?: string;
+  /** CUDA: with neither kvBlocks nor kvCacheMemory, the KV cache takes GPU memory up to this fraction (0.9). */
+  gpuMemoryUtilization?: number;
+  enforceEager?: boolean;
+  maxModelLen?: number;
+  maxNumSeqs?: number;
+  maxNumBatchedTokens?: number;
 }
 
 export interface LoadedModel {
@@ -27,13 +37,17 @@ export function kvBlockBytes(ck: Checkpoint, blockSize: number): number {
   return c.numLayers * 2 * c.numKvHeads * blockSize * c.headDim * 4;
 }
 
-/** The native load options for a checkpoint (weights, KV sizing, kernels). */
+/** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
 export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
   const blockSize = opts.blockSize ?? 16;
   if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) throw new RangeError('blockSize must be 1..1024');
   const perBlock = kvBlockBytes(checkpoint, blockSize);
-  const budget = opts.kvCacheMemory ?? Math.min(4 * 2 ** 30, os.freemem() * 0.25);
-  const kvBlocks = opts.kvBlocks ?? Math.max(1, Math.floor(budget / perBlock));
+  const cudaLibrary = opts.cudaLibrary ?? defaultCudaLibrary();
+  const device = resolveDevice(opts.device ?? 'cpu', cudaLibrary, (lib) => native().cudaInfo(lib));
+  let kvBlocks: number;
+  if (opts.kvBlocks !== undefined) kvBlocks = opts.kvBlocks;
+  else if (device === 'cuda' && opts.kvCacheMemory === undefined) kvBlocks = 0; // sized on the GPU by gpuMemoryUtilization
+  else kvBlocks = Math.max(1, Math.floor((opts.kvCacheMemory ?? Math.min(4 * 2 ** 30, os.freemem() * 0.25)) / perBlock));
   return {
     config: checkpoint.config.native,
     tensors: checkpoint.tensors,
@@ -42,25 +56,20 @@ export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}
     blockSize,
     isa: opts.isa ?? '',
     precise: opts.precise ?? true,
+    device,
+    cudaLibrary,
+    gpuMemoryUtilization: opts.gpuMemoryUtilization ?? 0.9,
+    enforceEager: opts.enforceEager ?? false,
+    maxModelLen: opts.maxModelLen ?? 8192,
+    maxNumSeqs: opts.maxNumSeqs ?? 256,
+    maxNumBatchedTokens: opts.maxNumBatchedTokens ?? 2048,
     kvBlockBytes: perBlock,
   };
 }
 
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<LoadedModel> {
   const checkpoint = await readCheckpoint(dir);
-  const blockSize = opts.blockSize ?? 16;
-  if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) throw new RangeError('blockSize must be 1..1024');
-  const perBlock = kvBlockBytes(checkpoint, blockSize);
-  const budget = opts.kvCacheMemory ?? Math.min(4 * 2 ** 30, os.freemem() * 0.25);
-  const kvBlocks = opts.kvBlocks ?? Math.max(1, Math.floor(budget / perBlock));
-  const model = await native().loadModel({
-    config: checkpoint.config.native,
-    tensors: checkpoint.tensors,
-    threads: opts.threads ?? 0,
-    kvBlocks,
-    blockSize,
-    isa: opts.isa ?? '',
-    precise: opts.precise ?? true,
-  });
-  return { model, checkpoint, blockSize, kvBlocks, kvBlockBytes: perBlock };
+  const { kvBlockBytes: perBlock, ...lo } = nativeLoadOptions(checkpoint, opts);
+  const model = await native().loadModel(lo);
+  return { model, checkpoint, blockSize: lo.blockSize, kvBlocks: model.info().kvBlocks, kvBlockBytes: perBlock };
 }

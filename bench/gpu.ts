@@ -1,0 +1,109 @@
+// `node --import tsx bench/gpu.ts [outDir]`: the engine's CUDA backend on the ERNIE-4.5-0.3B shape
+// (formula weights) on a GPU, the article's workloads, results in bench/results/gpu.json (and
+// outDir). Also writes the prompts and checkpoint path for bench/hf_generate.py, which runs HF
+// transformers `generate` on the same prompts (bench/gpu.sh runs both and merges the results).
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
+import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
+import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
+import { loadModel, nativeLoadOptions, type LoadOptions } from '../src/sidecar/model/load.js';
+import { native } from '../src/sidecar/native.js';
+import { engineRun, type RunResult } from './engine/batching.js';
+import { tokens } from './engine/single-stream.js';
+import { articleWorkload, randomWorkload } from './engine/workload.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const outDir = process.argv[2] ?? path.join(here, 'results');
+const HBM_BYTES_PER_S = 4.8e12; // H200 datasheet
+const f1 = (x: number) => x.toFixed(1);
+const f0 = (x: number) => x.toFixed(0);
+
+function row(r: RunResult, ceiling?: number): string {
+  const c = ceiling ? `  (weight-bandwidth ceiling ${f0(ceiling)} tok/s)` : '';
+  return `  ${r.label.padEnd(26)} ${f0(r.outputTokS).padStart(8)} tok/s  TTFT p50/p99 ${f1(r.ttftMs.p50)}/${f1(r.ttftMs.p99)} ms  ITL p50/p99 ${r.itlMs.p50.toFixed(2)}/${r.itlMs.p99.toFixed(2)} ms${c}`;
+}
+
+async function main(): Promise<void> {
+  const { dir } = await ensureFormulaCheckpoint();
+  const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: 4096 };
+
+  // 1. single stream through the model API (no scheduler): decode and prefill.
+  const { model } = await loadModel(dir, { ...cuda, kvBlocks: 4096 });
+  const info = model.info();
+  const weightBytes = info.weightBytes;
+  const stepCeiling = HBM_BYTES_PER_S / weightBytes; // decode steps/s if only the weights were read
+  console.log(`device ${info.cuda!.deviceName}; weights ${(weightBytes / 1e6).toFixed(0)} MB bf16 -> ceiling ${f0(stepCeiling)} steps/s at 4.8 TB/s`);
+  const blocks = Int32Array.from({ length: 64 }, (_, i) => i);
+  await model.generateGreedy({ tokens: tokens(16, 1), blockTable: blocks }, 64); // warm-up: graphs, cuBLAS
+  const decode: number[] = [];
+  const prefill: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    const g = await model.generateGreedy({ tokens: tokens(16, 10 + r), blockTable: blocks }, 257);
+    decode.push((256 / g.decodeMs) * 1000);
+    const t0 = performance.now();
+    await model.forward([{ tokens: tokens(512, 20 + r), startPos: 0, blockTable: blocks, logits: 1 }]);
+    prefill.push((512 / (performance.now() - t0)) * 1000);
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
+  const gpuBytesUsedAfterLoad = model.info().cuda!.gpuBytesUsed; // weights + 4096 KV blocks + step buffers
+  const single = { decodeTokS: med(decode), tpotMs: 1000 / med(decode), prefill512TokS: med(prefill), ceilingTokS: stepCeiling, runs: { decode, prefill } };
+  console.log(`single stream: decode ${f0(single.decodeTokS)} tok/s (TPOT ${single.tpotMs.toFixed(3)} ms; ceiling ${f0(stepCeiling)}), prefill 512 tokens ${f0(single.prefill512TokS)} tok/s; graph steps ${model.info().cuda!.graphSteps}`);
+  model.close();
+
+  // 2-3. the engine (continuous batching, paged KV on the GPU, device argmax for greedy).
+  const ck = await readCheckpoint(dir);
+  const { kvBlockBytes, ...lo } = nativeLoadOptions(ck, { ...cuda, gpuMemoryUtilization: 0.5 });
+  let sink: (o: StepOutput[]) => void = () => {};
+  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 }, (o) => sink(o));
+  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
+  let idBase = 1;
+  const nextIds = (n: number) => ((idBase += n), idBase - n);
+  const kvBlocks = engine.stats().kvBlocksTotal;
+  console.log(`engine: ${kvBlocks} KV blocks (${((kvBlocks * kvBlockBytes) / 2 ** 30).toFixed(1)} GiB, fp32 K/V)`);
+  await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, nextIds(16));
+
+  const article = await articleWorkload(256);
+  const art1 = await engineRun(engine, setSink, article, 1, 'article, one at a time', kvBlockBytes, nextIds(5));
+  console.log(row(art1, stepCeiling));
+  const art5 = await engineRun(engine, setSink, article, 5, 'article, all 5 at once', kvBlockBytes, nextIds(5));
+  console.log(row(art5, 5 * stepCeiling));
+
+  const work = randomWorkload(768);
+  const runs: (RunResult & { concurrency: number; ceilingTokS: number })[] = [];
+  for (const c of [1, 8, 32, 128, 256]) {
+    const n = Math.min(work.length, Math.max(8, 3 * c));
+    const r = await engineRun(engine, setSink, work.slice(0, n), c, `random c=${c} (${n} req)`, kvBlockBytes, nextIds(n));
+    runs.push({ ...r, concurrency: c, ceilingTokS: c * stepCeiling });
+    console.log(row(r, c * stepCeiling));
+  }
+  await engine.close();
+
+  const out = {
+    date: new Date().toISOString(),
+    device: info.cuda!.deviceName,
+    weightBytes,
+    hbmBytesPerS: HBM_BYTES_PER_S,
+    note: 'ceilings: weight bytes per step / 4.8 TB/s (KV reads ignored), x concurrency; greedy, no stop tokens',
+    singleStream: single,
+    kv: { blocks: kvBlocks, bytes: kvBlocks * kvBlockBytes, gpuMemoryUtilization: 0.5 },
+    article: { oneAtATime: art1, allAtOnce: art5, prompts: article.map((r) => r.prompt.length) },
+    random: runs,
+    gpuBytesUsedAfterLoad,
+    targets: { singleStreamTokS: 1000, tpotMs: 1, tokSAt256: 100000, ttftMsAtC1: 20 },
+  };
+  await mkdir(outDir, { recursive: true });
+  await writeFile(path.join(outDir, 'gpu.json'), JSON.stringify(out, null, 2) + '\n');
+  // What bench/hf_generate.py needs: the same checkpoint and prompts.
+  await writeFile(
+    path.join(outDir, 'hf_input.json'),
+    JSON.stringify({ dir, article: article.map((r) => Array.from(r.prompt)), random: work.slice(0, 256).map((r) => Array.from(r.prompt)) }),
+  );
+  console.log(`wrote ${path.join(outDir, 'gpu.json')}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,503 @@
+// The CUDA model runner behind the C ABI of include/ernie_cuda.h: weights and the paged KV cache
+// on the GPU, one forward step per call (prefill chunks and decodes mixed), decode steps replayed
+// from CUDA graphs captured per padded batch size.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ernie_cuda.h"
+#include "kernels.cuh"
+
+#define CK(x)                                                                                            \
+  do {                                                                                                   \
+    cudaError_t e_ = (x);                                                                                \
+    if (e_ != cudaSuccess) throw std::runtime_error(std::string(#x) + ": " + cudaGetErrorString(e_));    \
+  } while (0)
+#define CB(x)                                                                                            \
+  do {                                                                                                   \
+    cublasStatus_t s_ = (x);                                                                             \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+      throw std::runtime_error(std::string(#x) + ": " + cublasGetStatusString(s_));                      \
+  } while (0)
+
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+constexpr size_t kBlasWorkspace = size_t(64) << 20;
+constexpr size_t kHeadroom = size_t(1) << 30;  // cuBLAS, graphs and buffer growth beyond the KV cache
+
+template <typename T>
+T* dalloc(size_t n) {
+  void* p = nullptr;
+  if (n == 0) n = 1;
+  CK(cudaMalloc(&p, n * sizeof(T)));
+  return static_cast<T*>(p);
+}
+template <typename T>
+T* halloc(size_t n) {
+  void* p = nullptr;
+  if (n == 0) n = 1;
+  CK(cudaMallocHost(&p, n * sizeof(T)));
+  return static_cast<T*>(p);
+}
+
+void set_err(char* err, int errlen, const std::string& msg) {
+  if (err && errlen > 0) std::snprintf(err, size_t(errlen), "%s", msg.c_str());
+}
+
+struct Layer {
+  bf16* qkv;      // [QD + 2*KVD, H]: q_proj, k_proj, v_proj rows back to back
+  bf16* o;        // [H, QD]
+  bf16* gate_up;  // [2*I, H]: gate_proj then up_proj
+  bf16* down;     // [H, I]
+  float* in_norm;
+  float* post_norm;
+};
+
+}  // namespace
+
+struct EeCudaModel {
+  EeCudaModelDesc d{};
+  int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0, graph_parts = 0;
+  cudaStream_t st = nullptr;
+  cublasHandle_t blas = nullptr;
+  void* blas_ws = nullptr;
+  std::vector<void*> owned;  // device allocations freed on destroy
+  bf16* embed = nullptr;
+  bf16* lm_head = nullptr;
+  float* final_norm = nullptr;
+  float* inv_freq = nullptr;
+  std::vector<Layer> layers;
+  // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim] fp32. Block
+  // num_blocks is a scratch block that padded graph rows write to.
+  float* kv = nullptr;
+  size_t layer_floats = 0;
+  uint64_t weight_bytes = 0, kv_bytes = 0;
+
+  // Step buffers (capacities: rows T, logit rows R, attention partitions per row NP, block-table ints BT).
+  int cap_t = 0, cap_r = 0, cap_np = 0, cap_bt = 0, cap_rl = 0;
+  float *x = nullptr, *y = nullptr, *q = nullptr, *part_acc = nullptr, *part_ml = nullptr, *ylog = nullptr;
+  bf16* act = nullptr;
+  int32_t *meta = nullptr, *meta_h = nullptr, *argmax_d = nullptr, *argmax_h = nullptr, *pairs = nullptr;
+  float *logits_d = nullptr, *logits_h = nullptr;
+  int cap_pairs = 0;
+
+  std::map<std::pair<int, int>, cudaGraphExec_t> graphs;  // (padded batch, argmax?) -> decode step
+  uint64_t graph_steps = 0, eager_steps = 0;
+
+  float* kc(int l) { return kv + size_t(l) * 2 * layer_floats; }
+  float* vc(int l) { return kc(l) + layer_floats; }
+  int meta_ints() const { return 4 * cap_t + cap_r + cap_bt; }
+  eec::RowMeta row_meta() const {
+    return {meta, meta + cap_t, meta + 2 * cap_t, meta + 3 * cap_t, meta + 4 * cap_t, meta + 4 * cap_t + cap_r};
+  }
+
+  template <typename T>
+  T* own(size_t n) {
+    T* p = dalloc<T>(n);
+    owned.push_back(p);
+    return p;
+  }
+  bf16* upload_bf16(const uint16_t* const* parts, const size_t* counts, int n) {
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += counts[i];
+    bf16* p = own<bf16>(total);
+    size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+      CK(cudaMemcpy(p + at, parts[i], counts[i] * 2, cudaMemcpyHostToDevice));
+      at += counts[i];
+    }
+    weight_bytes += total * 2;
+    return p;
+  }
+  float* upload_f32(const float* h, size_t n) {
+    float* p = own<float>(n);
+    CK(cudaMemcpy(p, h, n * 4, cudaMemcpyHostToDevice));
+    return p;
+  }
+
+  void drop_graphs() {
+    for (auto& [k, g] : graphs) cudaGraphExecDestroy(g);
+    graphs.clear();
+  }
+
+  void free_buffers() {
+    for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act,
+                    (void*)meta, (void*)argmax_d, (void*)logits_d})
+      if (p) cudaFree(p);
+    for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)logits_h})
+      if (p) cudaFreeHost(p);
+    x = y = q = part_acc = part_ml = ylog = logits_d = logits_h = nullptr;
+    act = nullptr;
+    meta = meta_h = argmax_d = argmax_h = nullptr;
+  }
+
+  // Grows the step buffers to at least these capacities (graphs captured on the old ones go).
+  void ensure(int t, int r, int np, int bt, bool want_logits) {
+    const bool grow = t > cap_t || r > cap_r || np > cap_np || bt > cap_bt;
+    const bool grow_l = want_logits && r > cap_rl;
+    if (!grow && !grow_l) return;
+    CK(cudaStreamSynchronize(st));
+    drop_graphs();
+    if (grow) {
+      cap_t = std::max(cap_t, t);
+      cap_r = std::max(cap_r, r);
+      cap_np = std::max(cap_np, np);
+      cap_bt = std::max(cap_bt, bt);
+    }
+    if (want_logits) cap_rl = std::max(std::max(cap_rl, r), cap_r);
+    cap_rl = std::min(cap_rl, cap_r);
+    free_buffers();
+    const size_t T = size_t(cap_t), R = size_t(cap_r);
+    x = dalloc<float>(T * H);
+    act = dalloc<bf16>(2 * T * size_t(std::max({H, QD, I})));
+    y = dalloc<float>(2 * T * size_t(std::max({QKVW, H, 2 * I})));
+    q = dalloc<float>(T * QD);
+    part_acc = dalloc<float>(T * size_t(cap_np) * QD);
+    part_ml = dalloc<float>(T * size_t(cap_np) * size_t(d.heads) * 2);
+    ylog = dalloc<float>(2 * R * V);
+    meta = dalloc<int32_t>(size_t(meta_ints()));
+    meta_h = halloc<int32_t>(size_t(meta_ints()));
+    argmax_d = dalloc<int32_t>(R);
+    argmax_h = halloc<int32_t>(R);
+    if (cap_rl > 0) {
+      logits_d = dalloc<float>(size_t(cap_rl) * V);
+      logits_h = halloc<float>(size_t(cap_rl) * V);
+    }
+  }
+
+  void gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out) {
+    // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T.
+    const float one = 1.0f, zero = 0.0f;
+    CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, a, CUDA_R_16BF, k, &zero, out,
+                    CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // The whole forward for T rows (metadata already on the device), R logit rows.
+  void run(int T, int R, int np, bool argmax) {
+    const eec::RowMeta m = row_meta();
+    const float eps = d.rms_norm_eps;
+    eec::embed(embed, m, T, H, x, st);
+    eec::residual_rmsnorm(x, nullptr, nullptr, T, T, H, layers[0].in_norm, eps, false, act, st);
+    for (int l = 0; l < L; ++l) {
+      const Layer& w = layers[size_t(l)];
+      gemm(w.qkv, QKVW, H, act, 2 * T, y);
+      eec::rope_kv(y, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, q, kc(l), vc(l), st);
+      eec::attention(q, kc(l), vc(l), m, T, d.heads, d.kv_heads, d.head_dim, bs, np, part_acc, part_ml, act, st);
+      gemm(w.o, H, QD, act, 2 * T, y);
+      eec::residual_rmsnorm(x, y, nullptr, T, T, H, w.post_norm, eps, true, act, st);
+      gemm(w.gate_up, 2 * I, H, act, 2 * T, y);
+      eec::silu_mul(y, T, I, act, st);
+      gemm(w.down, H, I, act, 2 * T, y);
+      if (l + 1 < L)
+        eec::residual_rmsnorm(x, y, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, act, st);
+      else if (R > 0)
+        eec::residual_rmsnorm(x, y, m.out_row, T, R, H, final_norm, eps, false, act, st);
+    }
+    if (R == 0) return;
+    gemm(lm_head, V, H, act, 2 * R, ylog);
+    if (argmax)
+      eec::logits_argmax(ylog, R, V, argmax_d, st);
+    else
+      eec::logits_sum(ylog, R, V, logits_d, st);
+    CK(cudaGetLastError());
+  }
+};
+
+namespace {
+
+void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
+  m.d = d;
+  m.d.inv_freq = nullptr;
+  m.H = d.hidden;
+  m.I = d.intermediate;
+  m.V = d.vocab;
+  m.L = d.layers;
+  m.QD = d.heads * d.head_dim;
+  m.KVD = d.kv_heads * d.head_dim;
+  m.QKVW = m.QD + 2 * m.KVD;
+  m.bs = d.block_size;
+  if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
+    throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
+                             std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
+  if (d.block_size < 1 || d.max_model_len < 1) throw std::runtime_error("block_size and max_model_len must be positive");
+  CK(cudaSetDevice(d.device));
+  CK(cudaStreamCreateWithFlags(&m.st, cudaStreamNonBlocking));
+  CB(cublasCreate(&m.blas));
+  CB(cublasSetStream(m.blas, m.st));
+  m.blas_ws = m.own<uint8_t>(kBlasWorkspace);
+  CB(cublasSetWorkspace(m.blas, m.blas_ws, kBlasWorkspace));
+  CB(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));  // bf16 inputs: tensor cores, fp32 accumulate
+
+  const size_t H = size_t(m.H), I = size_t(m.I), QD = size_t(m.QD), KVD = size_t(m.KVD), V = size_t(m.V);
+  {
+    const uint16_t* p[] = {d.embed};
+    const size_t c[] = {V * H};
+    m.embed = m.upload_bf16(p, c, 1);
+  }
+  if (d.lm_head == d.embed) {
+    m.lm_head = m.embed;
+  } else {
+    const uint16_t* p[] = {d.lm_head};
+    const size_t c[] = {V * H};
+    m.lm_head = m.upload_bf16(p, c, 1);
+  }
+  m.final_norm = m.upload_f32(d.final_norm, H);
+  m.inv_freq = m.upload_f32(d.inv_freq, size_t(d.head_dim / 2));
+  for (int l = 0; l < m.L; ++l) {
+    Layer w;
+    const uint16_t* qkv[] = {d.q_proj[l], d.k_proj[l], d.v_proj[l]};
+    const size_t cqkv[] = {QD * H, KVD * H, KVD * H};
+    w.qkv = m.upload_bf16(qkv, cqkv, 3);
+    const uint16_t* o[] = {d.o_proj[l]};
+    const size_t co[] = {H * QD};
+    w.o = m.upload_bf16(o, co, 1);
+    const uint16_t* gu[] = {d.gate_proj[l], d.up_proj[l]};
+    const size_t cgu[] = {I * H, I * H};
+    w.gate_up = m.upload_bf16(gu, cgu, 2);
+    const uint16_t* dn[] = {d.down_proj[l]};
+    const size_t cdn[] = {H * I};
+    w.down = m.upload_bf16(dn, cdn, 1);
+    w.in_norm = m.upload_f32(d.input_norm[l], H);
+    w.post_norm = m.upload_f32(d.post_attn_norm[l], H);
+    m.layers.push_back(w);
+  }
+
+  // Step buffers for the largest decode graph and prefill chunk up front.
+  m.graph_parts = (d.max_model_len + eec::kAttnPart - 1) / eec::kAttnPart;
+  const int max_seqs = std::max(1, d.max_num_seqs);
+  const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
+  const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
+  m.ensure(rows, max_seqs, m.graph_parts, max_seqs * bt_per_seq + rows + 1, false);
+
+  const size_t block_bytes = size_t(m.L) * 2 * size_t(d.block_size) * KVD * sizeof(float);
+  int nb = d.num_blocks;
+  if (nb <= 0) {
+    size_t free_b = 0, total_b = 0;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    const double budget = double(d.gpu_memory_utilization) * double(total_b) - double(total_b - free_b) - double(kHeadroom);
+    if (budget < double(block_bytes) * 2)
+      throw std::runtime_error("gpu_memory_utilization " + std::to_string(d.gpu_memory_utilization) +
+                               " leaves no room for the KV cache (" + std::to_string((total_b - free_b) >> 20) +
+                               " MiB of " + std::to_string(total_b >> 20) + " MiB already in use)");
+    nb = int(std::min(budget / double(block_bytes) - 1, 2.0e9));
+  }
+  m.num_blocks = nb;
+  m.layer_floats = size_t(nb + 1) * size_t(d.block_size) * KVD;
+  m.kv = m.own<float>(size_t(m.L) * 2 * m.layer_floats);
+  m.kv_bytes = size_t(m.L) * 2 * m.layer_floats * sizeof(float);
+  CK(cudaMemsetAsync(m.kv, 0, m.kv_bytes, m.st));
+  CK(cudaStreamSynchronize(m.st));
+}
+
+int bucket(int n) {
+  if (n <= 8) {
+    int b = 1;
+    while (b < n) b *= 2;
+    return b;
+  }
+  return (n + 15) / 16 * 16;
+}
+
+void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out) {
+  const bool want_argmax = argmax_out != nullptr;
+  int T = 0, R = 0, BT = 0, max_ctx = 0;
+  bool decode = n > 0;
+  for (int i = 0; i < n; ++i) {
+    T += s[i].n_tokens;
+    R += s[i].logits == 2 ? s[i].n_tokens : s[i].logits == 1 ? 1 : 0;
+    BT += s[i].n_blocks;
+    max_ctx = std::max(max_ctx, s[i].start_pos + s[i].n_tokens);
+    decode = decode && s[i].n_tokens == 1 && s[i].logits == 1;
+  }
+  const bool graph = decode && !m.d.enforce_eager && n <= std::max(1, m.d.max_num_seqs) && max_ctx <= m.d.max_model_len;
+  const int B = graph ? bucket(n) : T;  // rows actually run
+  const int RR = graph ? B : R;
+  const int np = graph ? m.graph_parts : (max_ctx + eec::kAttnPart - 1) / eec::kAttnPart;
+  m.ensure(B, std::max(RR, 1), np, BT + 1, !want_argmax);
+
+  // Row metadata: [token | pos | slot | bt_off] x cap_t, out_row x cap_r, block tables.
+  int32_t* h = m.meta_h;
+  int32_t* tok = h;
+  int32_t* pos = h + m.cap_t;
+  int32_t* slot = h + 2 * m.cap_t;
+  int32_t* bt_off = h + 3 * m.cap_t;
+  int32_t* out_row = h + 4 * m.cap_t;
+  int32_t* bt = out_row + m.cap_r;
+  int row = 0, out = 0, bt_at = 0;
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(bt + bt_at, s[i].block_table, sizeof(int32_t) * size_t(s[i].n_blocks));
+    for (int t = 0; t < s[i].n_tokens; ++t, ++row) {
+      const int p = s[i].start_pos + t;
+      tok[row] = s[i].tokens[t];
+      pos[row] = p;
+      slot[row] = s[i].block_table[p / m.bs] * m.bs + p % m.bs;
+      bt_off[row] = bt_at;
+      if (s[i].logits == 2 || (s[i].logits == 1 && t == s[i].n_tokens - 1)) out_row[out++] = row;
+    }
+    bt_at += s[i].n_blocks;
+  }
+  bt[bt_at] = m.num_blocks;  // the scratch block, for padded rows
+  for (; row < B; ++row) {
+    tok[row] = 0;
+    pos[row] = 0;
+    slot[row] = m.num_blocks * m.bs;
+    bt_off[row] = bt_at;
+    out_row[out++] = row;
+  }
+  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(m.meta_ints()), cudaMemcpyHostToDevice, m.st));
+
+  if (graph) {
+    auto key = std::make_pair(B, want_argmax ? 1 : 0);
+    auto it = m.graphs.find(key);
+    if (it == m.graphs.end()) {
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
+      try {
+        m.run(B, B, np, want_argmax);
+      } catch (...) {
+        cudaStreamEndCapture(m.st, &g);
+        throw;
+      }
+      CK(cudaStreamEndCapture(m.st, &g));
+      cudaGraphExec_t exec;
+      CK(cudaGraphInstantiate(&exec, g, 0));
+      cudaGraphDestroy(g);
+      it = m.graphs.emplace(key, exec).first;
+    }
+    CK(cudaGraphLaunch(it->second, m.st));
+    ++m.graph_steps;
+  } else {
+    m.run(T, R, np, want_argmax);
+    ++m.eager_steps;
+  }
+  if (R > 0) {
+    if (want_argmax)
+      CK(cudaMemcpyAsync(m.argmax_h, m.argmax_d, sizeof(int32_t) * size_t(R), cudaMemcpyDeviceToHost, m.st));
+    else
+      CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
+  }
+  CK(cudaStreamSynchronize(m.st));
+  if (R > 0) {
+    if (want_argmax)
+      std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));
+    else
+      std::memcpy(logits, m.logits_h, sizeof(float) * size_t(R) * m.V);
+  }
+}
+
+void destroy_model(EeCudaModel* m) {
+  if (m->st) cudaStreamSynchronize(m->st);
+  m->drop_graphs();
+  m->free_buffers();
+  if (m->pairs) cudaFree(m->pairs);
+  for (void* p : m->owned) cudaFree(p);
+  if (m->blas) cublasDestroy(m->blas);
+  if (m->st) cudaStreamDestroy(m->st);
+}
+
+}  // namespace
+
+extern "C" {
+
+int ee_cuda_abi_version(void) { return EE_CUDA_ABI_VERSION; }
+
+int ee_cuda_device_count(char* err, int errlen) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    set_err(err, errlen, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
+    return 0;
+  }
+  if (n == 0) set_err(err, errlen, "no CUDA device");
+  return n;
+}
+
+EeCudaModel* ee_cuda_create(const EeCudaModelDesc* desc, char* err, int errlen) {
+  auto* m = new EeCudaModel();
+  try {
+    create_model(*m, *desc);
+    return m;
+  } catch (const std::exception& e) {
+    set_err(err, errlen, e.what());
+    destroy_model(m);
+    delete m;
+    return nullptr;
+  }
+}
+
+void ee_cuda_destroy(EeCudaModel* m) {
+  if (!m) return;
+  destroy_model(m);
+  delete m;
+}
+
+int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->num_blocks = m->num_blocks;
+  out->kv_bytes = m->kv_bytes;
+  out->weight_bytes = m->weight_bytes;
+  size_t f = 0, t = 0;
+  if (cudaMemGetInfo(&f, &t) == cudaSuccess) {
+    out->gpu_bytes_used = t - f;
+    out->gpu_bytes_total = t;
+  }
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, m->d.device) == cudaSuccess) std::snprintf(out->device_name, sizeof(out->device_name), "%s", p.name);
+  return 0;
+}
+
+int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax, char* err,
+                    int errlen) {
+  try {
+    if ((logits == nullptr) == (argmax == nullptr)) throw std::runtime_error("exactly one of logits / argmax");
+    forward(*m, slices, n, logits, argmax);
+    return 0;
+  } catch (const std::exception& e) {
+    set_err(err, errlen, std::string("CUDA forward: ") + e.what());
+    return 1;
+  }
+}
+
+int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, int n, char* err, int errlen) {
+  try {
+    if (n <= 0) return 0;
+    if (n > m->cap_pairs) {
+      if (m->pairs) CK(cudaFree(m->pairs));
+      m->pairs = dalloc<int32_t>(size_t(2 * n));
+      m->cap_pairs = n;
+    }
+    std::vector<int32_t> pairs(size_t(2 * n));
+    for (int i = 0; i < n; ++i) {
+      pairs[size_t(2 * i)] = src[i];
+      pairs[size_t(2 * i + 1)] = dst[i];
+    }
+    CK(cudaMemcpyAsync(m->pairs, pairs.data(), pairs.size() * 4, cudaMemcpyHostToDevice, m->st));
+    const size_t block_floats = size_t(m->bs) * size_t(m->KVD);
+    for (int l = 0; l < m->L; ++l) {
+      eec::copy_blocks(m->kc(l), m->pairs, n, block_floats, m->st);
+      eec::copy_blocks(m->vc(l), m->pairs, n, block_floats, m->st);
+    }
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(m->st));
+    return 0;
+  } catch (const std::exception& e) {
+    set_err(err, errlen, std::string("CUDA copy_blocks: ") + e.what());
+    return 1;
+  }
+}
+
+void ee_cuda_graph_stats(EeCudaModel* m, uint64_t* graph_steps, uint64_t* eager_steps) {
+  *graph_steps = m->graph_steps;
+  *eager_steps = m->eager_steps;
+}
+
+}  // extern "C"

@@ -1,0 +1,43 @@
+// The CUDA backend as seen from the addon: libernie_cuda.so (native/cuda/) is dlopen()ed at run
+// time, so the addon never links CUDA and a CPU-only install never needs it. The runner loads the
+// checkpoint's matrices in their plain [out, in] bf16 layout on the host, hands them to the
+// library (which uploads them and sizes the KV cache on the GPU), and drops the host copy.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/runner.h"
+#include "model/weights.h"
+
+namespace ee {
+
+struct CudaOptions {
+  std::string library;              // path of libernie_cuda.so
+  int num_blocks = 0;               // 0: from gpu_memory_utilization
+  int block_size = 16;
+  float gpu_memory_utilization = 0.9f;
+  int max_model_len = 8192;
+  int max_num_seqs = 256;
+  int max_batched_tokens = 2048;
+  bool enforce_eager = false;
+  int device = 0;
+};
+
+struct CudaProbe {
+  bool available = false;
+  int devices = 0;
+  std::string reason;  // why not, when unavailable
+};
+
+// Whether the library loads and sees a GPU (never throws; safe on machines without CUDA).
+CudaProbe probe_cuda(const std::string& library);
+
+Result<std::unique_ptr<IModelRunner>> make_cuda_runner(const ModelConfig& cfg, const std::vector<TensorSource>& tensors,
+                                                       const CudaOptions& opts);
+
+// Graph-replayed and eager steps since load (for tests and the benchmark); false if not CUDA.
+bool cuda_graph_stats(IModelRunner& r, uint64_t* graph_steps, uint64_t* eager_steps, std::string* device_name,
+                      uint64_t* gpu_bytes_used);
+
+}  // namespace ee

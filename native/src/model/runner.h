@@ -1,0 +1,49 @@
+// The model-runner interface the engine steps through: one forward step over a batch of sequence
+// slices (prefill chunks and decodes mixed), writing K/V into the paged cache and returning logits
+// for the rows that asked. Implementations: ModelRunner (CPU kernels, model_runner.h) and
+// CudaModelRunner (libernie_cuda.so, loaded at run time; cuda_runner.h). Only these touch tensors.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "model/config.h"
+
+namespace ee {
+
+// One sequence's part of a step: n_tokens new tokens at positions start_pos.. start_pos+n_tokens-1.
+struct SeqSlice {
+  const int32_t* tokens;
+  int n_tokens;
+  int start_pos;
+  const int32_t* block_table;  // covers positions 0 .. start_pos+n_tokens-1
+  int n_blocks;
+  enum Logits { kNone = 0, kLast = 1, kAll = 2 } logits;
+};
+
+class IModelRunner {
+ public:
+  virtual ~IModelRunner() = default;
+  // logits: rows for the slices that asked, in slice order, each vocab_size floats.
+  // Errors (bad token id, short block table, bad block id) leave the cache untouched.
+  virtual Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) = 0;
+  // Greedy fast path: the index of the first maximum of each logits row, computed where the
+  // logits are (only the ids cross to the host). Only when has_device_argmax().
+  virtual bool has_device_argmax() const { return false; }
+  virtual Status forward_argmax(const std::vector<SeqSlice>& batch, std::vector<int32_t>& tokens);
+  // Copies whole KV blocks (all layers, K and V): copy-on-write after a fork.
+  virtual Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) = 0;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual int num_blocks() const = 0;
+  virtual int block_size() const = 0;
+  virtual uint64_t kv_bytes() const = 0;
+  virtual uint64_t weight_bytes() const = 0;  // bf16 matrix bytes read per step (lm_head once)
+  virtual const char* backend() const = 0;    // "avx512", "avx2" or "cuda"
+};
+
+// The checks every runner makes before touching the cache (token ids, block table lengths, block ids).
+Status validate_batch(const ModelConfig& cfg, int num_blocks, int block_size, const std::vector<SeqSlice>& batch);
+
+}  // namespace ee

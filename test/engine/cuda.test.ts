@@ -1,0 +1,172 @@
+// The CUDA backend (native/cuda/) against the same golden references as the CPU backend, against
+// the CPU backend itself, and through the batching engine. Needs a GPU and a built
+// libernie_cuda.so: elsewhere (CI) every test here is skipped with the reason printed.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { native, type CudaProbe, type NativeModel } from '../../src/sidecar/native.js';
+import { defaultCudaLibrary } from '../../src/sidecar/model/device.js';
+import { loadModel, type LoadOptions } from '../../src/sidecar/model/load.js';
+import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
+import { GOLDEN, checkGreedy, comparableSteps, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
+import { TestEngine, TINY, randomTokens } from './engine-helpers.js';
+
+const lib = defaultCudaLibrary();
+const probe: CudaProbe = existsSync(lib) ? native().cudaInfo(lib) : { available: false, devices: 0, reason: `${lib} is not built` };
+if (!probe.available) console.log(`[cuda] skipping the CUDA backend tests: ${probe.reason}`);
+const gpu = probe.available ? describe : describe.skip;
+const CUDA: LoadOptions = { device: 'cuda', maxModelLen: 1024, maxNumSeqs: 64, maxNumBatchedTokens: 512 };
+
+const tiny = readGolden('tiny');
+const V = 2048;
+
+gpu('CUDA backend: tiny golden', () => {
+  let g: NativeModel;
+  let eager: NativeModel;
+  let cpu: NativeModel;
+  beforeAll(async () => {
+    g = (await loadModel(TINY, { ...CUDA, kvBlocks: 64 })).model;
+    eager = (await loadModel(TINY, { ...CUDA, kvBlocks: 64, enforceEager: true })).model;
+    cpu = (await loadModel(TINY, { kvBlocks: 64, threads: 4 })).model;
+    console.log(`[cuda] ${g.info().cuda!.deviceName}`);
+  });
+  afterAll(() => [g, eager, cpu].forEach((m) => m?.close()));
+
+  it.each(tiny.prompts.map((p, i) => [i, p] as const))('prompt %i: logits at every position within 2e-2 of HF, and close to the CPU backend', async (i, p) => {
+    const req = { tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(16, 64, i + 1), logits: 2 as const };
+    const got = await g.forward([req]);
+    const want = readF32('tiny', p.prefill_logits_file!);
+    const diff = maxAbsDiff(got, want);
+    const vsCpu = maxAbsDiff(got, await cpu.forward([req]));
+    console.log(`[cuda] tiny prompt ${i} (${p.prompt.length} tokens): max |logit diff| vs HF ${diff.toExponential(2)}, vs CPU backend ${vsCpu.toExponential(2)}`);
+    expect(got.length).toBe(p.prompt.length * V);
+    expect(diff).toBeLessThan(2e-2);
+    expect(vsCpu).toBeLessThan(2e-3);
+  });
+
+  it.each(tiny.prompts.map((p, i) => [i, p] as const))('prompt %i: greedy per the margin rule, the same with CUDA graphs and eagerly', async (i, p) => {
+    const seq = { tokens: Int32Array.from(p.prompt), blockTable: scatteredBlocks(64, 64, i) };
+    const out = await g.generateGreedy(seq, p.greedy.length);
+    const { matched, divergedAt } = checkGreedy(Array.from(out.tokens), p.greedy);
+    console.log(`[cuda] tiny prompt ${i}: ${matched}/${p.greedy.length} greedy tokens equal to HF` + (divergedAt >= 0 ? ` (then a flip at margin ${p.greedy[divergedAt]!.margin.toFixed(4)})` : ''));
+    expect(matched).toBeGreaterThanOrEqual(comparableSteps(p.greedy));
+    expect(Array.from((await eager.generateGreedy(seq, p.greedy.length)).tokens)).toEqual(Array.from(out.tokens));
+  });
+
+  it('decode steps replay CUDA graphs unless --enforce-eager', () => {
+    expect(g.info().cuda!.graphSteps).toBeGreaterThan(0);
+    expect(eager.info().cuda!.graphSteps).toBe(0);
+  });
+
+  it('chunked prefill and a mixed batch agree with one whole prefill (within float rounding)', async () => {
+    const prompt = Int32Array.from(tiny.prompts[3]!.prompt.slice(0, 40));
+    const table = Int32Array.from([5, 9, 1]);
+    const whole = await g.forward([{ tokens: prompt, startPos: 0, blockTable: table, logits: 2 }]);
+    const chunks: number[] = [];
+    for (const [s, e] of [[0, 16], [16, 32], [32, 40]] as const)
+      chunks.push(...(await g.forward([{ tokens: prompt.slice(s, e), startPos: s, blockTable: table, logits: 2 }])));
+    expect(maxAbsDiff(Float32Array.from(chunks), whole)).toBeLessThan(1e-3);
+    // The same prompt beside three others, in other blocks.
+    const others = tiny.prompts.slice(0, 3).map((p, i) => ({ tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(8, 64, 40 + i).map((b) => 10 + (b % 50)), logits: 1 as const }));
+    const mixed = await g.forward([...others.slice(0, 2), { tokens: prompt, startPos: 0, blockTable: Int32Array.from([61, 62, 63]), logits: 1 }]);
+    expect(maxAbsDiff(mixed.slice(2 * V), whole.slice(39 * V))).toBeLessThan(1e-3);
+  });
+
+  it('rejects bad inputs with errors, not crashes', async () => {
+    await expect(g.forward([{ tokens: Int32Array.from([V]), startPos: 0, blockTable: Int32Array.from([0]), logits: 1 }])).rejects.toThrow(/outside the vocabulary/);
+    await expect(g.forward([{ tokens: Int32Array.from([1]), startPos: 0, blockTable: Int32Array.from([99]), logits: 1 }])).rejects.toThrow(/out of range/);
+  });
+});
+
+gpu('CUDA backend: formula-0.3b golden (real 0.3B shape)', () => {
+  const golden = readGolden('formula-0.3b');
+  const config = JSON.parse(readFileSync(path.join(GOLDEN, 'formula-0.3b', 'config.json'), 'utf8')) as Record<string, unknown>;
+  let dir: string;
+  let g: NativeModel;
+  let cpu: NativeModel;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-formula-cuda-'));
+    await writeFormulaCheckpoint(dir, config);
+    g = (await loadModel(dir, { ...CUDA, kvBlocks: 64 })).model;
+    cpu = (await loadModel(dir, { kvBlocks: 16 })).model;
+  });
+  afterAll(async () => {
+    g?.close();
+    cpu?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each(golden.prompts.map((p, i) => [i, p] as const))('prompt %i: last-position logits within 5e-2 of HF; greedy per the margin rule; CPU agrees', async (i, p) => {
+    const req = { tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(4, 16, i + 5), logits: 1 as const };
+    const got = await g.forward([req]);
+    const diff = maxAbsDiff(got, readF32('formula-0.3b', p.last_logits_file));
+    const vsCpu = maxAbsDiff(got, await cpu.forward([req]));
+    const seq = { tokens: Int32Array.from(p.prompt), blockTable: scatteredBlocks(5, 16, i) };
+    const out = Array.from((await g.generateGreedy(seq, p.greedy.length)).tokens);
+    const { matched } = checkGreedy(out, p.greedy);
+    const cpuOut = Array.from((await cpu.generateGreedy(seq, p.greedy.length)).tokens);
+    console.log(`[cuda] formula-0.3b prompt ${i}: max |logit diff| vs HF ${diff.toExponential(2)}, vs CPU ${vsCpu.toExponential(2)}; ${matched}/${p.greedy.length} greedy tokens equal to HF; GPU == CPU tokens: ${JSON.stringify(out) === JSON.stringify(cpuOut)}`);
+    expect(diff).toBeLessThan(5e-2);
+    expect(matched).toBeGreaterThan(0);
+    expect(out).toEqual(cpuOut);
+  });
+});
+
+gpu('CUDA backend through the batching engine', () => {
+  const open: TestEngine[] = [];
+  const engine = async (e: Parameters<typeof TestEngine.create>[0] = {}, l: LoadOptions = {}) => {
+    const t = await TestEngine.create(e, { ...CUDA, ...l });
+    open.push(t);
+    return t;
+  };
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((e) => e.close()));
+  });
+
+  it('greedy generation equals the HF reference on every tiny golden prompt, all at once', async () => {
+    const e = await engine();
+    const res = await e.run(tiny.prompts.map((p, i) => ({ id: i + 1, prompt: p.prompt, maxTokens: p.greedy.length })));
+    tiny.prompts.forEach((p, i) => {
+      const { matched } = checkGreedy(res.get(i + 1)![0]!.tokens, p.greedy);
+      expect(matched).toBeGreaterThanOrEqual(comparableSteps(p.greedy));
+    });
+  });
+
+  it('greedy batch invariance: 64 mixed requests give each the tokens it gets alone, and the CPU engine agrees', async () => {
+    const reqs = Array.from({ length: 64 }, (_, i) => ({ id: 100 + i, prompt: randomTokens(5 + ((i * 37) % 150), i), maxTokens: 4 + (i % 13) }));
+    const together = await engine({ maxNumBatchedTokens: 512 }, { kvBlocks: 1024 });
+    const batch = await together.run(reqs);
+    expect(Math.max(...together.statsAfterStep.map((s) => s.lastStepSeqs))).toBeGreaterThan(32);
+    const alone = await engine({}, { kvBlocks: 1024 });
+    const cpu = await TestEngine.create({ maxNumBatchedTokens: 512 }, { kvBlocks: 1024, threads: 4 });
+    open.push(cpu);
+    const onCpu = await cpu.run(reqs);
+    let same = 0;
+    for (const r of reqs) {
+      await alone.run([r]);
+      expect(alone.results.get(r.id)![0]!.tokens, `request ${r.id}`).toEqual(batch.get(r.id)![0]!.tokens);
+      if (JSON.stringify(onCpu.get(r.id)![0]!.tokens) === JSON.stringify(batch.get(r.id)![0]!.tokens)) same++;
+    }
+    console.log(`[cuda] engine: 64/64 greedy requests identical alone and batched on the GPU; ${same}/64 identical to the CPU engine`);
+    expect(same).toBeGreaterThanOrEqual(62);
+  });
+
+  it('seeded sampling (logits copied to the host sampler) is reproducible; logprobs are returned', async () => {
+    const e = await engine();
+    const prompt = randomTokens(20, 5);
+    await e.run([1, 2, 3].map((id) => ({ id, prompt, maxTokens: 16, temperature: 1.0, seed: id === 3 ? 99 : 42, logprobs: 2 })));
+    expect(e.results.get(1)![0]!.tokens).toEqual(e.results.get(2)![0]!.tokens);
+    expect(e.results.get(1)![0]!.tokens).not.toEqual(e.results.get(3)![0]!.tokens);
+    expect(e.results.get(1)![0]!.logprobs.length).toBe(16);
+  });
+
+  it('n > 1 forks copy blocks on the GPU and every choice finishes', async () => {
+    const e = await engine();
+    await e.run([{ id: 1, prompt: randomTokens(21, 9), maxTokens: 8, n: 3, temperature: 0.8, seed: 7 }]);
+    const cs = e.results.get(1)!;
+    expect(cs.length).toBe(3);
+    for (const c of cs) expect(c.tokens.length).toBe(8);
+  });
+});
