@@ -2,7 +2,8 @@
 // or a Unix socket, with graceful shutdown. The EngineClient (Unix-socket or TCP) is chosen by the
 // caller and already inside `handle`; spawning the sidecar is src/sidecar/supervisor.ts's job.
 //
-// shutdown(): /ready → 503 at once (load balancers stop routing), the listener stops accepting,
+// shutdown(): /ready → 503 at once (load balancers stop routing), optionally a lame-duck period
+// (drainDelayMs) in which new requests are still served, then the listener stops accepting,
 // idle keep-alive connections close, in-flight requests (streams included) get up to drainTimeoutMs
 // to finish, then every remaining connection is cut and the engine client is closed.
 
@@ -19,6 +20,12 @@ export interface NodeGatewayOptions {
   engine: EngineClient;
   listen: Listen;
   drainTimeoutMs: number;
+  /**
+   * Lame-duck period before the drain: /ready is already 503 and new requests are still served, so a
+   * load balancer that probes /ready stops routing here before connections start being refused.
+   * Default 0 (Kubernetes: use a preStop sleep instead, endpoints are removed on termination).
+   */
+  drainDelayMs?: number;
 }
 
 export interface NodeGateway {
@@ -60,8 +67,9 @@ export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> 
 
   let shutdown: Promise<boolean> | null = null;
   const drain = async (): Promise<boolean> => {
-    draining = true;
+    draining = true; // from now on responses say Connection: close (clients reconnect elsewhere)
     opts.handle.setDraining(true);
+    if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs));
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     let timer: ReturnType<typeof setTimeout> | undefined;

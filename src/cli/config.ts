@@ -14,6 +14,8 @@ export interface GatewayConfig {
   allowedOrigins?: string[] | '*';
   servedModelName?: string;
   drainTimeoutMs: number;
+  /** Lame-duck period before draining (adapters/node.ts drainDelayMs). */
+  drainDelayMs: number;
 }
 
 export interface SidecarConfig {
@@ -91,6 +93,8 @@ export function buildConfig(args: ParsedArgs): Config {
   if (util !== undefined && f['kv-cache-memory'] !== undefined) throw new UsageError('give --kv-cache-memory or --gpu-memory-utilization, not both');
   const drain = num('drain-timeout') ?? 30;
   if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be ≥ 0 seconds, got ${drain}`);
+  const drainDelay = num('drain-delay') ?? 0;
+  if (!(drainDelay >= 0)) throw new UsageError(`--drain-delay must be ≥ 0 seconds, got ${drainDelay}`);
   const port = num('port') ?? 8000;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
   const engines = ((f.engine as string[] | undefined) ?? []).map(parseEngineAddress);
@@ -116,6 +120,7 @@ export function buildConfig(args: ParsedArgs): Config {
       allowedOrigins: origins(str('allowed-origins')),
       servedModelName: str('served-model-name'),
       drainTimeoutMs: drain * 1000,
+      drainDelayMs: drainDelay * 1000,
     },
     sidecar: {
       model: str('model'),

@@ -21,7 +21,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     servedModelName: g.servedModelName,
     logger,
   });
-  const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs });
+  const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs, drainDelayMs: g.drainDelayMs });
   const a = gw.address;
   const url = 'path' in a ? `unix:${a.path}` : `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
   logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off' }, 'gateway listening');

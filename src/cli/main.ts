@@ -9,6 +9,7 @@ import { buildConfig } from './config.js';
 import { helpText } from './flags.js';
 import { runGatewayRole } from './gateway-role.js';
 import { createLogger } from './logger.js';
+import { runMonitor } from './monitor.js';
 import { runServe } from './serve.js';
 import { runSidecarRole } from './sidecar-role.js';
 
@@ -20,6 +21,8 @@ async function version(): Promise<string> {
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  // `monitor` has its own small flag set (src/cli/monitor.ts); everything else is `serve`'s table.
+  if (argv[0] === 'monitor') return runMonitor(argv.slice(1));
   let args, cfg;
   try {
     args = parseArgs(argv, env);
@@ -31,7 +34,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       process.stdout.write(`${await version()}\n`);
       return 0;
     }
-    if (args.command !== 'serve') throw new UsageError(`unknown command '${args.command}'; the command is \`serve\` (see --help)`);
+    if (args.command !== 'serve') throw new UsageError(`unknown command '${args.command}'; the commands are \`serve\` and \`monitor\` (see --help)`);
     cfg = buildConfig(args);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;

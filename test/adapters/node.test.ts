@@ -48,6 +48,21 @@ describe('serveNode', () => {
     await expect(res.text()).rejects.toThrow();
   });
 
+  it('drainDelayMs: /ready is 503 while new requests are still served, then connections are refused', async () => {
+    const engine = new FakeEngine();
+    const handle = createApp({ engine });
+    const gw = await serveNode({ handle, engine, listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs: 1000, drainDelayMs: 300 });
+    const base = `http://127.0.0.1:${(gw.address as { port: number }).port}`;
+    const stopped = gw.shutdown();
+    const ready = await fetch(`${base}/ready`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('connection')).toBe('close'); // clients reconnect (elsewhere) from now on
+    const res = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'baidu/ERNIE-4.5-0.3B-PT', prompt: 'Hi', max_tokens: 2 }) });
+    expect(res.status).toBe(200);
+    expect(await stopped).toBe(true);
+    await expect(fetch(`${base}/health`)).rejects.toThrow();
+  });
+
   it('listens on a Unix socket (--uds)', async () => {
     const engine = new FakeEngine();
     const sock = path.join(mkdtempSync(path.join(os.tmpdir(), 'ernie-uds-')), 'api.sock');

@@ -61,6 +61,7 @@ describe('buildConfig', () => {
     expect(c.sidecar.blockSize).toBe(16);
     expect(c.sidecar.maxNumQueuedReqs).toBe(1024);
     expect(c.gateway.drainTimeoutMs).toBe(30_000);
+    expect(c.gateway.drainDelayMs).toBe(0);
     expect(c.notes).toEqual([]);
   });
 

@@ -282,8 +282,9 @@ void Engine::loop() {
       for (uint32_t id : done) live_ids_.erase(id);
     }
     for (uint32_t id : done) requests_.erase(id);
-    if (!out.empty()) sink_(std::move(out));
+    // Stats first: a step callback that reads stats() must see the state its outputs describe.
     publish_stats(0, 0, 0);
+    if (!out.empty()) sink_(std::move(out));
     if (!running) return;
   }
 }
