@@ -27,6 +27,8 @@ export interface SidecarConfig {
   threads?: number;
   kvCacheMemory?: number;
   memoryUtilization?: number;
+  device: 'auto' | 'cpu' | 'cuda';
+  enforceEager: boolean;
   maxNumQueuedReqs: number;
   drainTimeoutMs: number;
 }
@@ -55,6 +57,12 @@ export function parseEngineAddress(s: string): EngineAddress {
 
 export function formatEngineAddress(a: EngineAddress): string {
   return a.kind === 'unix' ? `unix:${a.path}` : `tcp://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+}
+
+function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
+  if (v === undefined) return 'auto';
+  if (v === 'auto' || v === 'cpu' || v === 'cuda') return v;
+  throw new UsageError(`--device must be auto, cpu or cuda, got ${v}`);
 }
 
 function origins(v: string | undefined): string[] | '*' | undefined {
@@ -136,6 +144,8 @@ export function buildConfig(args: ParsedArgs): Config {
       threads: num('threads') === undefined ? undefined : positive('threads', 1),
       kvCacheMemory: num('kv-cache-memory'),
       memoryUtilization: util,
+      device: device(str('device')),
+      enforceEager: (f['enforce-eager'] as boolean | undefined) ?? false,
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
       drainTimeoutMs: drain * 1000,
     },

@@ -33,8 +33,11 @@ export interface SidecarOptions {
   blockSize: number;
   threads?: number;
   kvCacheMemory?: number;
-  /** Fraction of free RAM for weights + KV cache (--gpu-memory-utilization). */
+  /** --gpu-memory-utilization: fraction of GPU memory (CUDA) or of free RAM (CPU) for weights + KV. */
   memoryUtilization?: number;
+  /** --device; undefined = auto. */
+  device?: 'auto' | 'cpu' | 'cuda';
+  enforceEager?: boolean;
   maxNumQueuedReqs: number;
   listen: ListenAddress[];
   secret?: string;
@@ -118,9 +121,20 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   }
   logger.info({ model: opts.model ?? DEFAULT_MODEL_NAME, dir, engine: factory.kind }, 'loading model');
 
-  const load = { threads: opts.threads, blockSize: opts.blockSize, kvCacheMemory: opts.kvCacheMemory };
+  const load = {
+    threads: opts.threads,
+    blockSize: opts.blockSize,
+    kvCacheMemory: opts.kvCacheMemory,
+    device: opts.device ?? 'auto',
+    enforceEager: opts.enforceEager ?? false,
+    gpuMemoryUtilization: opts.memoryUtilization,
+    maxModelLen: opts.maxModelLen,
+    maxNumSeqs: opts.engine.maxNumSeqs,
+    maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
+  };
   const plan = await factory.plan(dir, load);
-  if (opts.memoryUtilization !== undefined && plan.kvBlockBytes > 0) {
+  // CPU: --gpu-memory-utilization sizes the KV cache from free RAM here; CUDA sizes it on the GPU.
+  if (opts.memoryUtilization !== undefined && plan.kvBlockBytes > 0 && plan.device !== 'cuda') {
     const budget = opts.memoryUtilization * os.freemem() - plan.weightBytes;
     if (budget < plan.kvBlockBytes) throw new Error(`--gpu-memory-utilization ${opts.memoryUtilization} leaves no memory for the KV cache after the weights (${plan.weightBytes} bytes)`);
     plan.kvBlocks = Math.floor(budget / plan.kvBlockBytes);
@@ -154,6 +168,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       hidden: cfg.native.hiddenSize,
       vocab: cfg.native.vocabSize,
       weightsGiB: +(plan.weightBytes / 2 ** 30).toFixed(3),
+      device: plan.device,
       isa: factory.kind === 'native' ? native().cpuInfo().best : 'fake',
       threads: opts.threads ?? os.availableParallelism(),
       loadSeconds: +((performance.now() - t0) / 1000).toFixed(2),

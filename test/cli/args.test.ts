@@ -67,9 +67,16 @@ describe('buildConfig', () => {
 
   it('accepts the compatibility flags with a one-line note each; tensor parallelism > 1 is an error', () => {
     const c = cfg(['--enforce-eager', '--tensor-parallel-size', '1', '--swap-space', '4', '--trust-remote-code']);
-    expect(c.notes).toHaveLength(4);
+    expect(c.notes).toHaveLength(3); // --enforce-eager is a real flag now (CUDA graphs off)
+    expect(c.sidecar.enforceEager).toBe(true);
     for (const n of c.notes) expect(n).not.toContain('\n');
     expect(usage(() => cfg(['--tensor-parallel-size', '2']))).toMatch(/not supported.*one replica per device/);
+  });
+
+  it('parses --device and rejects unknown devices', () => {
+    expect(cfg([]).sidecar.device).toBe('auto');
+    expect(cfg(['--device', 'cuda']).sidecar.device).toBe('cuda');
+    expect(usage(() => cfg(['--device', 'tpu']))).toMatch(/--device must be auto, cpu or cuda/);
   });
 
   it('checks role requirements, engine addresses and memory flags', () => {

@@ -19,6 +19,7 @@ export interface EnginePlan {
   blockSize: number;
   kvBlockBytes: number;
   weightBytes: number;
+  device: 'cpu' | 'cuda';
 }
 
 export interface EngineFactory {
@@ -35,7 +36,7 @@ export const nativeEngineFactory: EngineFactory = {
     const checkpoint = await readCheckpoint(dir);
     const o = nativeLoadOptions(checkpoint, load);
     const weightBytes = checkpoint.tensors.reduce((n, t) => n + t.nbytes, 0);
-    return { checkpoint, kvBlocks: o.kvBlocks, blockSize: o.blockSize, kvBlockBytes: o.kvBlockBytes, weightBytes };
+    return { checkpoint, kvBlocks: o.kvBlocks, blockSize: o.blockSize, kvBlockBytes: o.kvBlockBytes, weightBytes, device: o.device ?? 'cpu' };
   },
   async create(plan, load, engine, _bundle, onStep) {
     const { kvBlockBytes: _perBlock, ...opts } = nativeLoadOptions(plan.checkpoint, { ...load, kvBlocks: plan.kvBlocks });
@@ -55,7 +56,7 @@ export function fakeEngineFactory(opts: { stepMs?: number } = {}): EngineFactory
       const rawConfig = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
       const checkpoint: Checkpoint = { dir, config: parseModelConfig(file, rawConfig), rawConfig, tensors: [], files: [] };
       const blockSize = load.blockSize ?? 16;
-      return { checkpoint, kvBlocks: load.kvBlocks ?? 1024, blockSize, kvBlockBytes: 0, weightBytes: 0 };
+      return { checkpoint, kvBlocks: load.kvBlocks ?? 1024, blockSize, kvBlockBytes: 0, weightBytes: 0, device: 'cpu' };
     },
     async create(plan, _load, engine, bundle, onStep) {
       const corpus = bundle.encodePrompt(FAKE_CORPUS, { addSpecialTokens: false });
