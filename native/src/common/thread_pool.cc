@@ -17,9 +17,12 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  stop_.store(true);
+  generation_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(sleep_mu_);
+  }
+  sleep_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -38,8 +41,12 @@ void ThreadPool::dispatch(int n_tasks, Trampoline tramp, void* ctx) {
   n_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
   busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  if (sleepers_.load(std::memory_order_acquire) > 0) generation_.notify_all();
+  generation_.fetch_add(1);  // seq_cst: ordered before the sleepers_ load below
+  if (sleepers_.load() > 0) {
+    // Taking the mutex orders this notify after any sleeper's predicate check.
+    { std::lock_guard<std::mutex> lock(sleep_mu_); }
+    sleep_cv_.notify_all();
+  }
   drain(0);
   while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
 }
@@ -55,10 +62,10 @@ void ThreadPool::worker_main(int worker) {
         _mm_pause();
         continue;
       }
-      sleepers_.fetch_add(1, std::memory_order_acq_rel);
-      // Re-check after announcing ourselves, so a dispatch in between is not missed.
-      if (generation_.load(std::memory_order_acquire) == seen) generation_.wait(seen, std::memory_order_acquire);
-      sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+      std::unique_lock<std::mutex> lock(sleep_mu_);
+      sleepers_.fetch_add(1);  // seq_cst: a dispatch after this sees a sleeper and notifies
+      sleep_cv_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
       spins = 0;
     }
     seen = g;

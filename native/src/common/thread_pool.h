@@ -2,11 +2,17 @@
 //
 // Thread rules: exactly one thread (the engine step thread) calls run() at a time; the caller
 // takes part as worker 0. A decode step has ~100 parallel regions of ~100-300 us each, so workers
-// spin briefly between regions (a futex wake costs tens of microseconds) and only then sleep on an
-// atomic wait, so an idle server does not burn its cores.
+// spin briefly between regions (a wake-up costs tens of microseconds) and only then sleep on a
+// condition variable, so an idle server does not burn its cores.
+// NOTE: the sleep used std::atomic::wait/notify_all first; with GCC 12's libstdc++ a worker was
+// seen asleep in the futex after the generation had moved on (a lost wake-up: the step thread then
+// spun forever in dispatch; caught by a hung CI run and gdb). A mutex + condition variable, with
+// the notifier taking the mutex, cannot lose one.
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -53,6 +59,8 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::mutex sleep_mu_;
+  std::condition_variable sleep_cv_;
 };
 
 }  // namespace ee
