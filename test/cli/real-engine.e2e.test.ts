@@ -8,13 +8,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { GOLDEN } from '../engine/helpers.js';
+import { generateCases } from '../gateway/fuzz-cases.js';
+import { MODEL as GATEWAY_MODEL } from '../gateway/helpers.js';
 import { CliProcess, pollStatus, removeTempDirs, sseFrames, tempDir } from './process-helpers.js';
 
 const TOKENIZER = path.join(GOLDEN, 'tokenizer');
 let proc: CliProcess;
 let base: string;
 let client: OpenAI;
-const MODEL = 'tiny-ernie';
+// The gateway fuzz cases name this model in their valid parts.
+const MODEL = GATEWAY_MODEL;
 
 /** vllm:NAME{model_name="..."} value from /metrics. */
 async function metric(name: string): Promise<number> {
@@ -107,5 +110,28 @@ describe('serve on the real engine', () => {
       [running, usage] = [await metric('vllm:num_requests_running'), await metric('vllm:kv_cache_usage_perc')];
     }
     expect([running, usage]).toEqual([0, 0]);
+  });
+
+  it('2,400 hostile requests over real HTTP all get a 4xx OpenAI error, and the server keeps serving', async () => {
+    const statuses = new Map<number, number>();
+    for (const c of generateCases(2400, 0x5eed)) {
+      const method = c.method ?? 'POST';
+      const res = await fetch(base + c.path, {
+        method,
+        headers: c.contentType ? { 'content-type': c.contentType } : {},
+        body: method === 'GET' ? undefined : (c.body as BodyInit),
+      });
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      const text = await res.text();
+      expect(res.status, `${c.path} ${String(c.body).slice(0, 120)}`).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      const err = (JSON.parse(text) as { error: { message: string; type: string } }).error;
+      expect(typeof err.message).toBe('string');
+      expect(typeof err.type).toBe('string');
+    }
+    console.log('real-process fuzz statuses:', Object.fromEntries(statuses));
+    const ok = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '你好' }], max_tokens: 4 });
+    expect(ok.choices[0]!.finish_reason).toMatch(/stop|length/);
+    expect(await metric('vllm:num_requests_running')).toBe(0);
   });
 });
