@@ -19,14 +19,6 @@ struct EngineHolder {
   Napi::ThreadSafeFunction tsfn;
 };
 
-int num(const Napi::Object& o, const char* k, int dflt) {
-  Napi::Value v = o.Get(k);
-  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : dflt;
-}
-float fnum(const Napi::Object& o, const char* k, float dflt) {
-  Napi::Value v = o.Get(k);
-  return v.IsNumber() ? v.As<Napi::Number>().FloatValue() : dflt;
-}
 template <typename T, typename A>
 std::vector<T> vec(const Napi::Value& v) {
   if (!v.IsTypedArray()) return {};
@@ -36,11 +28,11 @@ std::vector<T> vec(const Napi::Value& v) {
 
 EngineConfig engine_config(const Napi::Object& o) {
   EngineConfig c;
-  c.max_num_seqs = num(o, "maxNumSeqs", c.max_num_seqs);
-  c.max_num_batched_tokens = num(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
-  c.max_model_len = num(o, "maxModelLen", c.max_model_len);
+  c.max_num_seqs = get_int(o, "maxNumSeqs", c.max_num_seqs);
+  c.max_num_batched_tokens = get_int(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
+  c.max_model_len = get_int(o, "maxModelLen", c.max_model_len);
   if (o.Get("enablePrefixCaching").IsBoolean()) c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();
-  c.seed = uint64_t(num(o, "seed", 0));
+  c.seed = uint64_t(get_int(o, "seed", 0));
   return c;
 }
 
@@ -81,15 +73,15 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     RequestSpec r;
     r.id = o.Get("id").As<Napi::Number>().Uint32Value();
     r.prompt = vec<int32_t, Napi::Int32Array>(o.Get("prompt"));
-    r.max_tokens = num(o, "maxTokens", 16);
-    r.n = num(o, "n", 1);
-    r.temperature = fnum(o, "temperature", 1.0f);
-    r.top_p = fnum(o, "topP", 1.0f);
-    r.top_k = num(o, "topK", 0);
-    r.min_p = fnum(o, "minP", 0.0f);
-    r.repetition_penalty = fnum(o, "repetitionPenalty", 1.0f);
-    r.frequency_penalty = fnum(o, "frequencyPenalty", 0.0f);
-    r.presence_penalty = fnum(o, "presencePenalty", 0.0f);
+    r.max_tokens = get_int(o, "maxTokens", 16);
+    r.n = get_int(o, "n", 1);
+    r.temperature = get_float(o, "temperature", 1.0f);
+    r.top_p = get_float(o, "topP", 1.0f);
+    r.top_k = get_int(o, "topK", 0);
+    r.min_p = get_float(o, "minP", 0.0f);
+    r.repetition_penalty = get_float(o, "repetitionPenalty", 1.0f);
+    r.frequency_penalty = get_float(o, "frequencyPenalty", 0.0f);
+    r.presence_penalty = get_float(o, "presencePenalty", 0.0f);
     Napi::Value seed = o.Get("seed");
     if (seed.IsNumber()) {
       r.has_seed = true;
@@ -100,7 +92,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (r.logit_bias_ids.size() != r.logit_bias_values.size())
       return Napi::String::New(info.Env(), "logit bias ids and values differ in length");
     r.stop_token_ids = vec<int32_t, Napi::Int32Array>(o.Get("stopTokenIds"));
-    r.logprobs = num(o, "logprobs", -1);
+    r.logprobs = get_int(o, "logprobs", -1);
     std::string err = h_->engine->submit(std::move(r));
     return err.empty() ? info.Env().Null() : Napi::String::New(info.Env(), err);
   }

@@ -4,12 +4,15 @@
 
 namespace ee {
 
-namespace {
 int get_int(const Napi::Object& o, const char* k, int dflt) {
   Napi::Value v = o.Get(k);
   return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : dflt;
 }
-}  // namespace
+
+float get_float(const Napi::Object& o, const char* k, float dflt) {
+  Napi::Value v = o.Get(k);
+  return v.IsNumber() ? v.As<Napi::Number>().FloatValue() : dflt;
+}
 
 LoadOptions parse_load_options(const Napi::Object& o) {
   LoadOptions r;

@@ -31,4 +31,8 @@ struct LoadOptions {
 
 LoadOptions parse_load_options(const Napi::Object& o);
 
+// o[k] when it is a number, else dflt (shared by every options reader of the binding).
+int get_int(const Napi::Object& o, const char* k, int dflt);
+float get_float(const Napi::Object& o, const char* k, float dflt);
+
 }  // namespace ee
