@@ -56,6 +56,7 @@ export async function engineRun(
   label: string,
   kvBlockBytes: number,
   idBase: number,
+  logprobs = -1, // -1: none; k: the chosen token's logprob plus k alternatives (as the HTTP run asks)
 ): Promise<RunResult> {
   const ttft: number[] = [];
   const itl: number[] = [];
@@ -80,7 +81,7 @@ export async function engineRun(
       const err = engine.submit({
         id, prompt: r.prompt, maxTokens: r.maxTokens, n: 1, temperature: 0, topP: 1, topK: 0, minP: 0,
         repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, seed: null,
-        logitBiasIds: new Int32Array(0), logitBiasValues: new Float32Array(0), stopTokenIds: new Int32Array(0), logprobs: -1,
+        logitBiasIds: new Int32Array(0), logitBiasValues: new Float32Array(0), stopTokenIds: new Int32Array(0), logprobs,
       });
       if (err) reject(new Error(err));
     };
