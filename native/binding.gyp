@@ -33,7 +33,6 @@
         "src/binding/membw.cc",
         "src/binding/model_wrap.cc",
         "src/common/thread_pool.cc",
-        "src/common/thread_priority.cc",
         "src/cpu/kernels.cc",
         "src/engine/block_pool.cc",
         "src/engine/engine.cc",

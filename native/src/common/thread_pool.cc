@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include "common/assert.h"
-#include "common/thread_priority.h"
 
 namespace ee {
 
@@ -52,7 +51,6 @@ void ThreadPool::dispatch(int n_tasks, Trampoline tramp, void* ctx) {
 }
 
 void ThreadPool::worker_main(int worker) {
-  lower_thread_priority();
   uint32_t seen = generation_.load(std::memory_order_acquire);
   for (;;) {
     uint32_t g;

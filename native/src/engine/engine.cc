@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "common/assert.h"
-#include "common/thread_priority.h"
 
 namespace ee {
 
@@ -268,7 +267,6 @@ bool Engine::plain_greedy(const Sequence& s) {
 }
 
 void Engine::loop() {
-  lower_thread_priority();
   for (;;) {
     std::vector<StepOutput> out;
     const bool running = drain_inbox(out);
