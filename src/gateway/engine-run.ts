@@ -7,6 +7,7 @@
 // `startRuns` waits for every run's `accepted` event before the handler commits to a 200: engine
 // refusals (QUEUE_FULL, INVALID_REQUEST, NOT_READY…) become proper HTTP errors even for streams.
 
+import { toHttpError } from './errors.js';
 import { EngineError, type EngineClient, type EngineEvent, type SubmitRequest } from '../protocol/engine-client.js';
 
 export type AcceptedEvent = Extract<EngineEvent, { type: 'accepted' }>;
@@ -84,5 +85,31 @@ async function* merge(runs: EngineRun[], cancel: () => void, markDone: (run: num
     // Normal end: nothing left to abort. Early end (consumer stopped, error): abort the rest.
     cancel();
     for (const p of pending.values()) void p.catch(() => undefined);
+  }
+}
+
+/**
+ * The frame every streamed response shares, around a route's own chunks: the usage chunk when the
+ * client asked for one, an engine failure turned into an OpenAI error payload (a mid-stream error
+ * event), and always the run group's cancel and the request's log line (`end(status)`), also when
+ * the client goes away (the SSE body returns this generator early).
+ */
+export async function* streamed(
+  group: RunGroup,
+  chunks: AsyncGenerator<unknown, void, undefined>,
+  usageChunk: (() => unknown) | null,
+  end: (status?: number) => void,
+): AsyncGenerator<unknown, void, undefined> {
+  let status = 200;
+  try {
+    yield* chunks;
+    if (usageChunk) yield usageChunk();
+  } catch (err) {
+    const e = toHttpError(err);
+    status = e.status;
+    yield e.body;
+  } finally {
+    group.cancel();
+    end(status);
   }
 }

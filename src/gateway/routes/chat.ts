@@ -5,8 +5,8 @@
 import type { ChatMessage, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
-import { startRuns, type RunGroup } from '../engine-run.js';
-import { badRequest, toHttpError } from '../errors.js';
+import { startRuns, streamed, type RunGroup } from '../engine-run.js';
+import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, checkN, streamPlan, type StreamPlan } from '../sampling.js';
@@ -41,7 +41,9 @@ export function chatHandler(deps: RouteDeps) {
     const asIds = body.return_tokens_as_token_ids === true;
     if (plan.stream) {
       rec.streaming = true;
-      return sseResponse(chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds, rec.end.bind(rec)), group.cancel);
+      const usage = plan.includeUsage ? () => ({ ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() }) : null;
+      const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds);
+      return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel);
     }
     try {
       const choices = Array.from({ length: n }, (_, index) => ({ index, text: '', logprobs: [] as ReturnType<typeof chatLogprobContent>, finish: null as OpenAIFinish | null }));
@@ -82,41 +84,29 @@ async function* chatChunks(
   n: number,
   logprobs: boolean,
   asIds: boolean,
-  end: (status?: number) => void,
 ): AsyncGenerator<unknown, void, undefined> {
   const chunk = (choices: unknown[], usage: unknown) => ({
     ...head(env, 'chat.completion.chunk'),
     choices,
     ...(plan.continuousUsage ? { usage: progress.usage() } : plan.includeUsage ? { usage } : {}),
   });
-  let status = 200;
-  try {
-    for (let index = 0; index < n; index++) {
-      yield chunk([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], null);
+  for (let index = 0; index < n; index++) {
+    yield chunk([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], null);
+  }
+  for await (const { run, event } of group.events()) {
+    for (const u of progress.apply(run, event)) {
+      if (!u.text && !u.finishReason && u.logprobs.length === 0) continue;
+      yield chunk(
+        [
+          {
+            index: u.index,
+            delta: u.text || !u.finishReason ? { content: u.text } : {},
+            logprobs: logprobs ? { content: chatLogprobContent(u.logprobs, asIds), refusal: null } : null,
+            finish_reason: u.finishReason,
+          },
+        ],
+        null,
+      );
     }
-    for await (const { run, event } of group.events()) {
-      for (const u of progress.apply(run, event)) {
-        if (!u.text && !u.finishReason && u.logprobs.length === 0) continue;
-        yield chunk(
-          [
-            {
-              index: u.index,
-              delta: u.text || !u.finishReason ? { content: u.text } : {},
-              logprobs: logprobs ? { content: chatLogprobContent(u.logprobs, asIds), refusal: null } : null,
-              finish_reason: u.finishReason,
-            },
-          ],
-          null,
-        );
-      }
-    }
-    if (plan.includeUsage) yield { ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() };
-  } catch (err) {
-    const e = toHttpError(err);
-    status = e.status;
-    yield e.body;
-  } finally {
-    group.cancel();
-    end(status);
   }
 }

@@ -8,8 +8,8 @@
 import type { Prompt, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
-import { startRuns, type RunGroup } from '../engine-run.js';
-import { badRequest, toHttpError } from '../errors.js';
+import { startRuns, streamed, type RunGroup } from '../engine-run.js';
+import { badRequest } from '../errors.js';
 import { appendCompletionLogprobs, emptyCompletionLogprobs, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, checkN, streamPlan, type StreamPlan } from '../sampling.js';
@@ -56,7 +56,8 @@ export function completionsHandler(deps: RouteDeps) {
     const opts: Opts = { env, n, echo, logprobs: sampling.logprobs !== null, asIds: body.return_tokens_as_token_ids === true };
     if (plan.stream) {
       rec.streaming = true;
-      return sseResponse(completionChunks(opts, group, progress, plan, rec.end.bind(rec)), group.cancel);
+      const usage = plan.includeUsage ? () => ({ ...head(opts.env, 'text_completion'), choices: [], usage: progress.usage() }) : null;
+      return sseResponse(streamed(group, completionChunks(opts, group, progress, plan), usage, rec.end.bind(rec)), group.cancel);
     }
     try {
       const choices = Array.from({ length: progress.choiceCount }, (_, index) => {
@@ -92,7 +93,6 @@ async function* completionChunks(
   group: RunGroup,
   progress: Progress,
   plan: StreamPlan,
-  end: (status?: number) => void,
 ): AsyncGenerator<unknown, void, undefined> {
   const chunk = (choice: unknown) => ({
     ...head(o.env, 'text_completion'),
@@ -100,33 +100,22 @@ async function* completionChunks(
     ...(plan.continuousUsage ? { usage: progress.usage() } : plan.includeUsage ? { usage: null } : {}),
   });
   const offsets = new Array<number>(progress.choiceCount).fill(0);
-  let status = 200;
-  try {
-    if (o.echo) {
-      for (let index = 0; index < progress.choiceCount; index++) {
-        const text = group.runs[Math.floor(index / o.n)]!.accepted.promptText ?? '';
-        offsets[index] = text.length;
-        yield chunk({ index, text, logprobs: null, finish_reason: null });
-      }
+  if (o.echo) {
+    for (let index = 0; index < progress.choiceCount; index++) {
+      const text = group.runs[Math.floor(index / o.n)]!.accepted.promptText ?? '';
+      offsets[index] = text.length;
+      yield chunk({ index, text, logprobs: null, finish_reason: null });
     }
-    for await (const { run, event } of group.events()) {
-      for (const u of progress.apply(run, event)) {
-        if (!u.text && !u.finishReason && u.logprobs.length === 0) continue;
-        let logprobs = null;
-        if (o.logprobs) {
-          logprobs = emptyCompletionLogprobs();
-          offsets[u.index] = appendCompletionLogprobs(logprobs, u.logprobs, o.asIds, offsets[u.index]!);
-        }
-        yield chunk({ index: u.index, text: u.text, logprobs, finish_reason: u.finishReason });
+  }
+  for await (const { run, event } of group.events()) {
+    for (const u of progress.apply(run, event)) {
+      if (!u.text && !u.finishReason && u.logprobs.length === 0) continue;
+      let logprobs = null;
+      if (o.logprobs) {
+        logprobs = emptyCompletionLogprobs();
+        offsets[u.index] = appendCompletionLogprobs(logprobs, u.logprobs, o.asIds, offsets[u.index]!);
       }
+      yield chunk({ index: u.index, text: u.text, logprobs, finish_reason: u.finishReason });
     }
-    if (plan.includeUsage) yield { ...head(o.env, 'text_completion'), choices: [], usage: progress.usage() };
-  } catch (err) {
-    const e = toHttpError(err);
-    status = e.status;
-    yield e.body;
-  } finally {
-    group.cancel();
-    end(status);
   }
 }
