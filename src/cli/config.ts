@@ -1,7 +1,7 @@
 // Parsed flags → the typed configuration of each role, with the checks that need more than one flag.
 // Defaults live here (and in --help), nowhere else.
 
-import type { EngineOptions } from '../sidecar/engine/native-engine.js';
+import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
 import { FLAGS } from './flags.js';
 
@@ -18,20 +18,8 @@ export interface GatewayConfig {
   drainDelayMs: number;
 }
 
-export interface SidecarConfig {
-  model?: string;
-  servedModelName?: string;
-  maxModelLen?: number;
-  engine: Omit<EngineOptions, 'maxModelLen'>;
-  blockSize: number;
-  threads?: number;
-  kvCacheMemory?: number;
-  memoryUtilization?: number;
-  device: 'auto' | 'cpu' | 'cuda';
-  enforceEager: boolean;
-  maxNumQueuedReqs: number;
-  drainTimeoutMs: number;
-}
+/** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
+export type SidecarConfig = Omit<SidecarOptions, 'listen' | 'secret'> & { drainTimeoutMs: number };
 
 export interface Config {
   role: Role;
