@@ -5,23 +5,22 @@ import { native, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
 import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
 
-export interface LoadOptions {
-  threads?: number; // default: all cores
-  blockSize?: number; // tokens per KV block (default 16)
-  kvBlocks?: number; // exact number of KV blocks; else derived from kvCacheMemory
-  kvCacheMemory?: number; // bytes for the KV cache (default: min(4 GiB, 25% of free memory))
-  isa?: '' | 'avx512' | 'avx2';
-  precise?: boolean;
-  /** 'cpu' (default), 'cuda', or 'auto' (CUDA when native/cuda is built and a GPU is present). */
+/**
+ * What a caller chooses when loading. The native options (native.ts) it shares are optional here;
+ * the rest is resolved by nativeLoadOptions(): the KV size from kvCacheMemory (default min(4 GiB,
+ * 25% of free memory)) and the device from 'auto' ('cpu' is the default; 'auto' picks CUDA when
+ * native/cuda is built and a GPU is present).
+ */
+export type LoadOptions = Partial<
+  Pick<
+    NativeLoadOptions,
+    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'cudaLibrary' | 'gpuMemoryUtilization'
+    | 'enforceEager' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens'
+  >
+> & {
+  kvCacheMemory?: number; // bytes for the KV cache
   device?: DeviceChoice;
-  cudaLibrary?: string;
-  /** CUDA: with neither kvBlocks nor kvCacheMemory, the KV cache takes GPU memory up to this fraction (0.9). */
-  gpuMemoryUtilization?: number;
-  enforceEager?: boolean;
-  maxModelLen?: number;
-  maxNumSeqs?: number;
-  maxNumBatchedTokens?: number;
-}
+};
 
 export interface LoadedModel {
   model: NativeModel;
