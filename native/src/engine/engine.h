@@ -97,6 +97,7 @@ class Engine {
   Scheduler sched_;
   Sampler sampler_;
   std::vector<SamplerScratch> scratch_;
+  std::vector<float> logits_;  // step logits rows [rows, vocab], kept across steps
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0;

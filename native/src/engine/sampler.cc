@@ -102,7 +102,8 @@ SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) 
   const RequestSpec& r = *s.req;
   const int V = vocab_;
   SampleOut out;
-  std::vector<float> x(logits, logits + V);  // processed copy
+  std::vector<float>& x = sc.processed;  // per-worker scratch: no allocation per token
+  x.assign(logits, logits + V);
   for (size_t i = 0; i < r.logit_bias_ids.size(); ++i) {
     const int32_t t = r.logit_bias_ids[i];
     if (t >= 0 && t < V) x[size_t(t)] += r.logit_bias_values[i];

@@ -19,6 +19,7 @@ struct SampleOut {
 };
 
 struct SamplerScratch {
+  std::vector<float> processed;  // the row after bias and penalties
   std::vector<float> x;
   std::vector<int32_t> idx;
 };
