@@ -25,16 +25,14 @@ function row(r: RunResult, ceiling?: number): string {
   return `  ${r.label.padEnd(26)} ${f0(r.outputTokS).padStart(8)} tok/s  TTFT p50/p99 ${f1(r.ttftMs.p50)}/${f1(r.ttftMs.p99)} ms  ITL p50/p99 ${r.itlMs.p50.toFixed(2)}/${r.itlMs.p99.toFixed(2)} ms${c}`;
 }
 
-async function main(): Promise<void> {
-  const { dir } = await ensureFormulaCheckpoint();
-  const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: 4096 };
-
+/** One precision configuration: the model API alone (single stream), then the batching engine. */
+async function suite(dir: string, cuda: LoadOptions, tag: string) {
   // 1. single stream through the model API (no scheduler): decode and prefill.
   const { model } = await loadModel(dir, { ...cuda, kvBlocks: 4096 });
   const info = model.info();
   const weightBytes = info.weightBytes;
   const stepCeiling = HBM_BYTES_PER_S / weightBytes; // decode steps/s if only the weights were read
-  console.log(`device ${info.cuda!.deviceName}; weights ${(weightBytes / 1e6).toFixed(0)} MB bf16 -> ceiling ${f0(stepCeiling)} steps/s at 4.8 TB/s`);
+  console.log(`[${tag}] device ${info.cuda!.deviceName}; weights ${(weightBytes / 1e6).toFixed(0)} MB bf16 -> ceiling ${f0(stepCeiling)} steps/s at 4.8 TB/s`);
   const blocks = Int32Array.from({ length: 64 }, (_, i) => i);
   await model.generateGreedy({ tokens: tokens(16, 1), blockTable: blocks }, 64); // warm-up: graphs, cuBLAS
   const decode: number[] = [];
@@ -49,7 +47,7 @@ async function main(): Promise<void> {
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
   const gpuBytesUsedAfterLoad = model.info().cuda!.gpuBytesUsed; // weights + 4096 KV blocks + step buffers
   const single = { decodeTokS: med(decode), tpotMs: 1000 / med(decode), prefill512TokS: med(prefill), ceilingTokS: stepCeiling, runs: { decode, prefill } };
-  console.log(`single stream: decode ${f0(single.decodeTokS)} tok/s (TPOT ${single.tpotMs.toFixed(3)} ms; ceiling ${f0(stepCeiling)}), prefill 512 tokens ${f0(single.prefill512TokS)} tok/s; graph steps ${model.info().cuda!.graphSteps}`);
+  console.log(`[${tag}] single stream: decode ${f0(single.decodeTokS)} tok/s (TPOT ${single.tpotMs.toFixed(3)} ms; ceiling ${f0(stepCeiling)}), prefill 512 tokens ${f0(single.prefill512TokS)} tok/s; graph steps ${model.info().cuda!.graphSteps}`);
   model.close();
 
   // 2-3. the engine (continuous batching, paged KV on the GPU, device argmax for greedy).
@@ -61,7 +59,7 @@ async function main(): Promise<void> {
   let idBase = 1;
   const nextIds = (n: number) => ((idBase += n), idBase - n);
   const kvBlocks = engine.stats().kvBlocksTotal;
-  console.log(`engine: ${kvBlocks} KV blocks (${((kvBlocks * kvBlockBytes) / 2 ** 30).toFixed(1)} GiB, fp32 K/V)`);
+  console.log(`[${tag}] engine: ${kvBlocks} KV blocks (${((kvBlocks * kvBlockBytes) / 2 ** 30).toFixed(1)} GiB, ${lo.kvCacheDtype} K/V)`);
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, nextIds(16));
 
   const article = await articleWorkload(256);
@@ -79,18 +77,37 @@ async function main(): Promise<void> {
     console.log(row(r, c * stepCeiling));
   }
   await engine.close();
+  return {
+    info,
+    weightBytes,
+    stepCeiling,
+    result: {
+      singleStream: single,
+      kv: { blocks: kvBlocks, bytes: kvBlocks * kvBlockBytes, dtype: lo.kvCacheDtype, gpuMemoryUtilization: 0.5 },
+      article: { oneAtATime: art1, allAtOnce: art5, prompts: article.map((r) => r.prompt.length) },
+      random: runs,
+      gpuBytesUsedAfterLoad,
+    },
+    work,
+    article,
+  };
+}
+
+async function main(): Promise<void> {
+  const { dir } = await ensureFormulaCheckpoint();
+  const base: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: 4096 };
+  // The default (fp32-grade activations, fp32 KV) and what vLLM / HF in bf16 compute, side by side.
+  const exact = await suite(dir, base, 'float32');
+  const bf16 = await suite(dir, { ...base, precise: false, kvCacheDtype: 'bfloat16' }, 'bfloat16');
 
   const out = {
     date: new Date().toISOString(),
-    device: info.cuda!.deviceName,
-    weightBytes,
+    device: exact.info.cuda!.deviceName,
+    weightBytes: exact.weightBytes,
     hbmBytesPerS: HBM_BYTES_PER_S,
-    note: 'ceilings: weight bytes per step / 4.8 TB/s (KV reads ignored), x concurrency; greedy, no stop tokens',
-    singleStream: single,
-    kv: { blocks: kvBlocks, bytes: kvBlocks * kvBlockBytes, gpuMemoryUtilization: 0.5 },
-    article: { oneAtATime: art1, allAtOnce: art5, prompts: article.map((r) => r.prompt.length) },
-    random: runs,
-    gpuBytesUsedAfterLoad,
+    note: 'ceilings: weight bytes per step / 4.8 TB/s (KV reads ignored), x concurrency; greedy, no stop tokens. Top level: default precision (--dtype float32: activations as two bf16 planes, fp32 KV). bf16: --dtype bfloat16 --kv-cache-dtype bfloat16, the precision of vLLM / HF generate in bf16',
+    ...exact.result,
+    bf16: bf16.result,
     targets: { singleStreamTokS: 1000, tpotMs: 1, tokSAt256: 100000, ttftMsAtC1: 20 },
   };
   await mkdir(outDir, { recursive: true });
@@ -98,7 +115,7 @@ async function main(): Promise<void> {
   // What bench/hf_generate.py needs: the same checkpoint and prompts.
   await writeFile(
     path.join(outDir, 'hf_input.json'),
-    JSON.stringify({ dir, article: article.map((r) => Array.from(r.prompt)), random: work.slice(0, 256).map((r) => Array.from(r.prompt)) }),
+    JSON.stringify({ dir, article: exact.article.map((r) => Array.from(r.prompt)), random: exact.work.slice(0, 256).map((r) => Array.from(r.prompt)) }),
   );
   console.log(`wrote ${path.join(outDir, 'gpu.json')}`);
 }

@@ -53,6 +53,13 @@ function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
   throw new UsageError(`--device must be auto, cpu or cuda, got ${v}`);
 }
 
+/** --dtype / --kv-cache-dtype: auto means float32 (fp32-grade results, the reference's). */
+function dtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' {
+  if (v === undefined || v === 'auto' || v === 'float32') return 'float32';
+  if (v === 'bfloat16') return v;
+  throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}`);
+}
+
 function origins(v: string | undefined): string[] | '*' | undefined {
   if (v === undefined) return undefined;
   const t = v.trim();
@@ -134,6 +141,8 @@ export function buildConfig(args: ParsedArgs): Config {
       memoryUtilization: util,
       device: device(str('device')),
       enforceEager: (f['enforce-eager'] as boolean | undefined) ?? false,
+      precise: dtype('dtype', str('dtype')) !== 'bfloat16',
+      kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
       drainTimeoutMs: drain * 1000,
     },

@@ -38,6 +38,10 @@ export interface SidecarOptions {
   /** --device; undefined = auto. */
   device?: 'auto' | 'cpu' | 'cuda';
   enforceEager?: boolean;
+  /** --dtype: false = plain bf16 activations (default true: two bf16 planes, fp32-grade). */
+  precise?: boolean;
+  /** --kv-cache-dtype (bfloat16: CUDA only). */
+  kvCacheDtype?: 'float32' | 'bfloat16';
   maxNumQueuedReqs: number;
   listen: ListenAddress[];
   secret?: string;
@@ -127,6 +131,8 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     kvCacheMemory: opts.kvCacheMemory,
     device: opts.device ?? 'auto',
     enforceEager: opts.enforceEager ?? false,
+    precise: opts.precise ?? true,
+    kvCacheDtype: opts.kvCacheDtype ?? 'float32',
     gpuMemoryUtilization: opts.memoryUtilization,
     maxModelLen: opts.maxModelLen,
     maxNumSeqs: opts.engine.maxNumSeqs,

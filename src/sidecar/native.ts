@@ -42,6 +42,8 @@ export interface NativeLoadOptions {
   cudaLibrary?: string;
   /** cuda, kvBlocks 0: size the KV cache so the process uses this fraction of GPU memory (default 0.9). */
   gpuMemoryUtilization?: number;
+  /** The KV cache's element type: 'float32' (default; the only one on the CPU) or 'bfloat16' (CUDA). */
+  kvCacheDtype?: 'float32' | 'bfloat16';
   /** cuda: never replay decode steps from CUDA graphs. */
   enforceEager?: boolean;
   /** cuda: decode graphs serve sequences up to this length and batches up to maxNumSeqs. */

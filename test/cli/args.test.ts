@@ -79,6 +79,14 @@ describe('buildConfig', () => {
     expect(usage(() => cfg(['--device', 'tpu']))).toMatch(/--device must be auto, cpu or cuda/);
   });
 
+  it('parses --dtype and --kv-cache-dtype (auto = float32) and rejects other types', () => {
+    expect(cfg([]).sidecar).toMatchObject({ precise: true, kvCacheDtype: 'float32' });
+    expect(cfg(['--dtype', 'bfloat16', '--kv-cache-dtype', 'bfloat16']).sidecar).toMatchObject({ precise: false, kvCacheDtype: 'bfloat16' });
+    expect(cfg(['--dtype', 'auto', '--kv-cache-dtype', 'float32']).sidecar).toMatchObject({ precise: true, kvCacheDtype: 'float32' });
+    expect(usage(() => cfg(['--kv-cache-dtype', 'fp8']))).toMatch(/--kv-cache-dtype must be auto, float32 or bfloat16, got fp8/);
+    expect(usage(() => cfg(['--dtype', 'half']))).toMatch(/--dtype must be/);
+  });
+
   it('checks role requirements, engine addresses and memory flags', () => {
     expect(usage(() => cfg(['--role', 'gateway']))).toMatch(/exactly one --engine/);
     expect(usage(() => cfg(['--role', 'sidecar']))).toMatch(/needs --engine/);

@@ -4,6 +4,9 @@ import { describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { defaultCudaLibrary, resolveDevice } from '../../src/sidecar/model/device.js';
 import { native } from '../../src/sidecar/native.js';
+import { kvBlockBytes, loadModel } from '../../src/sidecar/model/load.js';
+import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
+import { TINY } from './engine-helpers.js';
 
 const missing = '/nonexistent/libernie_cuda.so';
 const never = () => {
@@ -33,5 +36,10 @@ describe('device selection', () => {
   it('the default library path is in this checkout unless ERNIE_EDGE_CUDA_LIBRARY says otherwise', () => {
     expect(defaultCudaLibrary({})).toMatch(/native\/cuda\/build\/libernie_cuda\.so$/);
     expect(defaultCudaLibrary({ ERNIE_EDGE_CUDA_LIBRARY: 'x/lib.so' })).toBe(path.resolve('x/lib.so'));
+  });
+  it('a bfloat16 KV cache is CUDA only: the CPU refuses it with a reason; its blocks are half the bytes', async () => {
+    await expect(loadModel(TINY, { device: 'cpu', kvBlocks: 8, kvCacheDtype: 'bfloat16' })).rejects.toThrow(/CPU backend keeps the KV cache in float32/);
+    const ck = await readCheckpoint(TINY);
+    expect(kvBlockBytes(ck, 16, 'bfloat16') * 2).toBe(kvBlockBytes(ck, 16));
   });
 });

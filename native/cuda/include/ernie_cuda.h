@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define EE_CUDA_ABI_VERSION 1
+#define EE_CUDA_ABI_VERSION 2
 
 typedef struct EeCudaModel EeCudaModel;
 
@@ -44,6 +44,8 @@ typedef struct {
   int max_batched_tokens;  /* activation buffers are sized for this many rows up front (they grow) */
   int enforce_eager;       /* 1: never use CUDA graphs */
   int device;              /* CUDA device ordinal */
+  int precise;             /* 1: GEMM inputs as two bf16 planes (fp32-grade); 0: plain bf16 activations */
+  int kv_bf16;             /* 1: KV cache in bf16 (half the memory and reads); 0: fp32 */
 } EeCudaModelDesc;
 
 /* One sequence's part of a step (same meaning as the engine's SeqSlice; inputs already validated). */

@@ -7,15 +7,45 @@ namespace eec {
 
 namespace {
 
-__device__ __forceinline__ void split_store(float v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
-  const __nv_bfloat16 h = __float2bfloat16_rn(v);
-  *hi = h;
-  *lo = __float2bfloat16_rn(v - __bfloat162float(h));
+using bf16 = __nv_bfloat16;
+constexpr unsigned kFull = 0xffffffffu;
+
+// act[hi_idx] = bf16(v); with two planes also act[hi_idx + lo_off] = bf16(v - hi).
+__device__ __forceinline__ void store_act(float v, bf16* act, size_t hi_idx, size_t lo_off, int planes) {
+  const bf16 h = __float2bfloat16_rn(v);
+  act[hi_idx] = h;
+  if (planes == 2) act[hi_idx + lo_off] = __float2bfloat16_rn(v - __bfloat162float(h));
+}
+
+// A GEMM output element: the hi plane's, plus the lo plane's (lo_off further) with two planes.
+__device__ __forceinline__ float planes_sum(const float* y, size_t idx, size_t lo_off, int planes) {
+  return planes == 2 ? y[idx] + y[idx + lo_off] : y[idx];
+}
+
+__device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_kv(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+// Four consecutive cache elements as floats (16-byte / 8-byte aligned: D is a multiple of 4).
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 load4(const bf16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+  return v;
 }
 
 // Deterministic block sum (fixed butterfly inside warps, warps summed in order by thread 0).
 __device__ float block_sum(float v, float* red) {
-  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  v = warp_sum(v);
   const int w = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
   if (threadIdx.x % 32 == 0) red[w] = v;
   __syncthreads();
@@ -30,15 +60,15 @@ __device__ float block_sum(float v, float* red) {
   return r;
 }
 
-__global__ void embed_kernel(const __nv_bfloat16* table, const int32_t* token, int H, float* x) {
+__global__ void embed_kernel(const bf16* table, const int32_t* token, int H, float* x) {
   const int r = blockIdx.x;
-  const __nv_bfloat16* row = table + size_t(token[r]) * H;
+  const bf16* row = table + size_t(token[r]) * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[size_t(r) * H + i] = __bfloat162float(row[i]);
 }
 
 // Dynamic shared memory: H floats (the row being normalised).
 __global__ void residual_rmsnorm_kernel(float* x, const float* y, const int32_t* rows, int T, int R, int H,
-                                        const float* w, float eps, bool write_x, __nv_bfloat16* act) {
+                                        const float* w, float eps, bool write_x, int planes, bf16* act) {
   extern __shared__ float row[];
   __shared__ float red[33];
   const int i = blockIdx.x;
@@ -47,22 +77,22 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* y, const int32_t*
   float ss = 0;
   for (int k = threadIdx.x; k < H; k += blockDim.x) {
     float v = xr[k];
-    if (y) v += y[size_t(r) * H + k] + y[size_t(T + r) * H + k];
+    if (y) v += planes_sum(y, size_t(r) * H + k, size_t(T) * H, planes);
     row[k] = v;
     if (write_x) xr[k] = v;
     ss += v * v;
   }
   const float inv = 1.0f / sqrtf(block_sum(ss, red) / float(H) + eps);
   for (int k = threadIdx.x; k < H; k += blockDim.x)
-    split_store(row[k] * inv * w[k], act + size_t(i) * H + k, act + size_t(R + i) * H + k);
+    store_act(row[k] * inv * w[k], act, size_t(i) * H + k, size_t(R) * H, planes);
 }
 
+template <typename KV>
 __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
-                               bool interleaved, float* q_out, float* k_cache, float* v_cache, int T) {
+                               bool interleaved, int planes, float* q_out, KV* k_cache, KV* v_cache, int T) {
   const int r = blockIdx.x;
   const int QD = heads * D, KVD = kv_heads * D, W = QD + 2 * KVD, half = D / 2;
-  const float* hi = qkv + size_t(r) * W;
-  const float* lo = qkv + size_t(T + r) * W;
+  const size_t row = size_t(r) * W, lo = size_t(T) * W;
   const float pos = float(m.pos[r]);
   const size_t slot = size_t(m.slot[r]);
   // q and k: one thread per rotated pair.
@@ -74,7 +104,7 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
     const float c = float(cd), s = float(sd);
     const int a_i = interleaved ? 2 * i : i, b_i = interleaved ? 2 * i + 1 : i + half;
     const int col = h * D;  // q heads first, then k heads (contiguous in the GEMM output)
-    const float a = hi[col + a_i] + lo[col + a_i], b = hi[col + b_i] + lo[col + b_i];
+    const float a = planes_sum(qkv, row + col + a_i, lo, planes), b = planes_sum(qkv, row + col + b_i, lo, planes);
     // Same fp32 operations as the reference: each product rounded, then added (no FMA contraction).
     const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
     const float rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
@@ -82,104 +112,145 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
       q_out[size_t(r) * QD + col + a_i] = ra;
       q_out[size_t(r) * QD + col + b_i] = rb;
     } else {
-      float* kd = k_cache + slot * KVD + (col - QD);
-      kd[a_i] = ra;
-      kd[b_i] = rb;
+      KV* kd = k_cache + slot * KVD + (col - QD);
+      store_kv(kd + a_i, ra);
+      store_kv(kd + b_i, rb);
     }
   }
   for (int e = threadIdx.x; e < KVD; e += blockDim.x)
-    v_cache[slot * KVD + e] = hi[QD + KVD + e] + lo[QD + KVD + e];
+    store_kv(v_cache + slot * KVD + e, planes_sum(qkv, row + QD + KVD + e, lo, planes));
 }
 
-template <int REP, int D>
-__global__ void __launch_bounds__(D) attn_part_kernel(const float* q, const float* kc, const float* vc, RowMeta m,
-                                                      int heads, int KVH, int bs, int NP, float scale, float* part_acc,
-                                                      float* part_ml) {
-  const int r = blockIdx.x, g = blockIdx.y, p = blockIdx.z, t = threadIdx.x;
-  const int ctx = m.pos[r] + 1;
-  const int k0 = p * kAttnPart;
-  if (k0 >= ctx) return;
-  const int k1 = min(ctx, k0 + kAttnPart);
-  __shared__ float qs[REP][D];
-  __shared__ float ks[32][D + 1];  // +1: lanes reading 32 different keys at one d hit 32 banks
-  __shared__ float vs[32][D];
-  __shared__ float ss[REP][32];
-  __shared__ float ms[REP], ls[REP], cs[REP];
+// ---- attention -----------------------------------------------------------------------------------
+// Block: NW warps, one tile (QT rows x REP query heads = NW * QPW query vectors, QPW per warp) of
+// one KV head, one key partition. Keys go through shared memory 32 at a time (lane j of every warp
+// scores key j against its warp's queries); each query keeps an online softmax (running max m, sum
+// l) and an output accumulator of D/32 dims per lane. Prefill tiles hold 16 query vectors (16 / REP
+// rows), decode tiles one row (warps past its REP queries only help load K/V: measured faster than
+// smaller blocks, the loads being latency-bound). Shared memory: K [32][D + 4] (the +4 spreads the
+// 16-byte rows of 32 lanes over the banks), V [32][D], q [NQ][D].
+constexpr int kChunk = 32;
+constexpr int kPrefillQueries = 16;
+
+template <int REP, int D, typename KV, int NW, int QPW>
+__global__ void __launch_bounds__(NW * 32) attn_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
+                                                         int tile_off, int heads, int KVH, int bs, int P, int NP, float scale,
+                                                         int planes, float* part_acc, float* part_ml, bf16* act) {
+  constexpr int NQ = NW * QPW;  // query vectors per tile
+  constexpr int NT = NW * 32;   // threads
+  constexpr int DL = D / 32;    // output dims per lane
+  static_assert(NQ % REP == 0, "a tile holds whole rows");
+  const int tile = tile_off + blockIdx.x, g = blockIdx.y, p = blockIdx.z;
+  const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
+  const int ctx_max = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
+  const int k0 = p * P;
+  if (k0 >= ctx_max) return;
+  const int k1 = min(ctx_max, k0 + P);
+  __shared__ __align__(16) float ks[kChunk][D + 4];
+  __shared__ __align__(16) float vs[kChunk][D];
+  __shared__ __align__(16) float qs[NQ][D];
+  const int t = threadIdx.x, w = t / 32, lane = t % 32;
   const size_t QD = size_t(heads) * D;
-#pragma unroll
-  for (int h = 0; h < REP; ++h) qs[h][t] = q[size_t(r) * QD + size_t(g * REP + h) * D + t];
-  if (t < REP) {
-    ms[t] = -INFINITY;
-    ls[t] = 0;
+  for (int e = t; e < NQ * D; e += NT) {
+    const int qi = e / D, d = e % D, row = qi / REP, h = qi % REP;
+    qs[qi][d] = row < nr ? q[size_t(r0 + row) * QD + size_t(g * REP + h) * D + d] : 0.0f;
   }
-  float acc[REP];
+  float mrun[QPW], lrun[QPW], acc[QPW][DL];
+  int qpos[QPW];
 #pragma unroll
-  for (int h = 0; h < REP; ++h) acc[h] = 0;
-  const int32_t* bt = m.bt + m.bt_off[r];
-  __syncthreads();
-  for (int j0 = k0; j0 < k1; j0 += 32) {
-    const int n = min(32, k1 - j0);
-    for (int j = 0; j < n; ++j) {
-      const int key = j0 + j;
-      const size_t off = ((size_t(bt[key / bs]) * bs + key % bs) * KVH + g) * D + t;
-      ks[j][t] = kc[off];
-      vs[j][t] = vc[off];
-    }
-    __syncthreads();
-    for (int e = t; e < REP * 32; e += D) {
-      const int h = e / 32, j = e % 32;
-      float sc = -INFINITY;
+  for (int i = 0; i < QPW; ++i) {
+    const int row = (w * QPW + i) / REP;
+    qpos[i] = row < nr ? m.pos[r0 + row] : -1;
+    mrun[i] = -INFINITY;
+    lrun[i] = 0;
+#pragma unroll
+    for (int d = 0; d < DL; ++d) acc[i][d] = 0;
+  }
+  const int32_t* bt = m.bt + m.bt_off[r0];
+  for (int j0 = k0; j0 < k1; j0 += kChunk) {
+    const int n = min(kChunk, k1 - j0);
+    __syncthreads();  // the previous chunk is consumed (and qs is written, first time)
+    for (int e = t; e < kChunk * (D / 4); e += NT) {
+      const int j = e / (D / 4), d4 = e % (D / 4);  // a warp reads one key's D values: coalesced
+      float4 k4 = make_float4(0, 0, 0, 0), v4 = k4;
       if (j < n) {
-        float d = 0;
-#pragma unroll 16
-        for (int i = 0; i < D; ++i) d = fmaf(qs[h][i], ks[j][i], d);
-        sc = d * scale;
+        const int key = j0 + j;
+        const size_t off = ((size_t(bt[key / bs]) * bs + key % bs) * KVH + g) * D + 4 * d4;
+        k4 = load4(kc + off);
+        v4 = load4(vc + off);
       }
-      ss[h][j] = sc;
+      *reinterpret_cast<float4*>(&ks[j][4 * d4]) = k4;
+      *reinterpret_cast<float4*>(&vs[j][4 * d4]) = v4;
     }
     __syncthreads();
-    const int w = t / 32, lane = t % 32;
-    for (int h = w; h < REP; h += D / 32) {
-      const float v = ss[h][lane];
-      float mx = v;
-      for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float m_old = ms[h];
-      const float m_new = fmaxf(m_old, mx);
-      const float pr = lane < n ? expf(v - m_new) : 0.0f;
-      float sum = pr;
-      for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      ss[h][lane] = pr;
-      if (lane == 0) {
-        const float c = expf(m_old - m_new);
-        cs[h] = c;
-        ls[h] = ls[h] * c + sum;
-        ms[h] = m_new;
-      }
-    }
-    __syncthreads();
+    float s[QPW];
 #pragma unroll
-    for (int h = 0; h < REP; ++h) {
-      float a = acc[h] * cs[h];
-      for (int j = 0; j < n; ++j) a = fmaf(ss[h][j], vs[j][t], a);
-      acc[h] = a;
+    for (int i = 0; i < QPW; ++i) s[i] = 0;
+#pragma unroll 8
+    for (int d4 = 0; d4 < D / 4; ++d4) {
+      const float4 k4 = *reinterpret_cast<const float4*>(&ks[lane][4 * d4]);
+#pragma unroll
+      for (int i = 0; i < QPW; ++i) {
+        const float4 q4 = *reinterpret_cast<const float4*>(&qs[w * QPW + i][4 * d4]);
+        s[i] = fmaf(q4.x, k4.x, s[i]);
+        s[i] = fmaf(q4.y, k4.y, s[i]);
+        s[i] = fmaf(q4.z, k4.z, s[i]);
+        s[i] = fmaf(q4.w, k4.w, s[i]);
+      }
     }
-    __syncthreads();
+    const int key = j0 + lane;
+#pragma unroll
+    for (int i = 0; i < QPW; ++i) {
+      const bool ok = lane < n && key <= qpos[i];
+      const float sc = ok ? s[i] * scale : -INFINITY;
+      const float m_new = fmaxf(mrun[i], warp_max(sc));
+      const float pr = ok ? expf(sc - m_new) : 0.0f;
+      const float c = mrun[i] == -INFINITY ? 0.0f : expf(mrun[i] - m_new);
+      lrun[i] = lrun[i] * c + warp_sum(pr);
+      mrun[i] = m_new;
+#pragma unroll
+      for (int d = 0; d < DL; ++d) acc[i][d] *= c;
+      s[i] = pr;
+    }
+    for (int j = 0; j < n; ++j) {
+      float v[DL];
+#pragma unroll
+      for (int d = 0; d < DL; ++d) v[d] = vs[j][lane * DL + d];
+#pragma unroll
+      for (int i = 0; i < QPW; ++i) {
+        const float pj = __shfl_sync(kFull, s[i], j);
+#pragma unroll
+        for (int d = 0; d < DL; ++d) acc[i][d] = fmaf(pj, v[d], acc[i][d]);
+      }
+    }
   }
-  const size_t base = ((size_t(r) * KVH + g) * NP + p) * REP;
 #pragma unroll
-  for (int h = 0; h < REP; ++h) part_acc[(base + h) * D + t] = acc[h];
-  if (t < REP) {
-    part_ml[(base + t) * 2] = ms[t];
-    part_ml[(base + t) * 2 + 1] = ls[t];
+  for (int i = 0; i < QPW; ++i) {
+    if (qpos[i] < 0) continue;
+    const int qi = w * QPW + i, r = r0 + qi / REP, hq = qi % REP, h = g * REP + hq;
+    if (NP == 1) {
+#pragma unroll
+      for (int d = 0; d < DL; ++d)
+        store_act(acc[i][d] / lrun[i], act, size_t(r) * QD + size_t(h) * D + lane * DL + d, size_t(T) * QD, planes);
+    } else {
+      // Partials exist only for one-row tiles: indexed by the tile's place in this launch.
+      const size_t base = ((size_t(blockIdx.x) * KVH + g) * NP + p) * REP + hq;
+#pragma unroll
+      for (int d = 0; d < DL; ++d) part_acc[base * D + lane * DL + d] = acc[i][d];
+      if (lane == 0) {
+        part_ml[base * 2] = mrun[i];
+        part_ml[base * 2 + 1] = lrun[i];
+      }
+    }
   }
 }
 
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
-                                    int D, int NP, __nv_bfloat16* act) {
-  const int r = blockIdx.x, h = blockIdx.y, t = threadIdx.x;
+                                    int D, int P, int NP, int planes, bf16* act) {
+  const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
   const int rep = heads / KVH, g = h / rep, hh = h % rep;
-  const int np = (m.pos[r] + kAttnPart) / kAttnPart;  // ceil((pos + 1) / P)
-  const size_t base = (size_t(r) * KVH + g) * NP * rep + hh;
+  const int np = (m.pos[r] + P) / P;  // ceil((pos + 1) / P): only partitions holding this row's keys
+  const size_t base = (size_t(blockIdx.x) * KVH + g) * NP * rep + hh;
   float M = -INFINITY;
   for (int p = 0; p < np; ++p) M = fmaxf(M, part_ml[(base + size_t(p) * rep) * 2]);
   float L = 0, O = 0;
@@ -190,70 +261,173 @@ __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml,
     O += part_acc[i * D + t] * f;
   }
   const size_t QD = size_t(heads) * D;
-  split_store(O / L, act + size_t(r) * QD + size_t(h) * D + t, act + size_t(T + r) * QD + size_t(h) * D + t);
+  store_act(O / L, act, size_t(r) * QD + size_t(h) * D + t, size_t(T) * QD, planes);
 }
 
-__global__ void silu_mul_kernel(const float* y, int T, int I, __nv_bfloat16* act) {
+__global__ void silu_mul_kernel(const float* y, int T, int I, int planes, bf16* act) {
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(T) * I) return;
-  const size_t r = idx / I, i = idx % I;
-  const float* hi = y + r * 2 * I;
-  const float* lo = y + (size_t(T) + r) * 2 * I;
-  const float g = hi[i] + lo[i], u = hi[I + i] + lo[I + i];
-  split_store(g / (1.0f + expf(-g)) * u, act + r * I + i, act + (size_t(T) + r) * I + i);
+  const size_t r = idx / I, i = idx % I, lo = size_t(T) * 2 * I;
+  const float g = planes_sum(y, r * 2 * I + i, lo, planes), u = planes_sum(y, r * 2 * I + I + i, lo, planes);
+  store_act(g / (1.0f + expf(-g)) * u, act, r * I + i, size_t(T) * I, planes);
 }
 
-__global__ void logits_sum_kernel(const float* y, int R, int V, float* logits) {
+__global__ void logits_sum_kernel(const float* y, int R, int V, int planes, float* logits) {
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(R) * V) return;
-  logits[idx] = y[idx] + y[size_t(R) * V + idx];
+  logits[idx] = planes_sum(y, idx, size_t(R) * V, planes);
 }
 
-__device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
-  return v > bv || (v == bv && i < bi);
+// Argmax as one 64-bit key per row: the value's bits mapped to an unsigned order in the high word,
+// the complement of the index in the low word, so that the maximum key is the largest value and,
+// among equal values, the first index (order-independent, so atomicMax keeps it deterministic).
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
+  const unsigned b = __float_as_uint(v);
+  const unsigned u = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | (0xffffffffu - static_cast<unsigned>(i));
 }
 
-__global__ void logits_argmax_kernel(const float* y, int R, int V, int32_t* out) {
-  __shared__ float sv[1024];
-  __shared__ int si[1024];
+// Grid (R, splits): each block scans kArgmaxSpan logits of one row and folds its best into keys[r]
+// (zeroed before). NaN never wins; a row of NaNs keeps key 0.
+constexpr int kArgmaxSpan = 4096;
+__global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, unsigned long long* keys) {
+  __shared__ unsigned long long red[8];
   const int r = blockIdx.x, t = threadIdx.x;
-  const float* hi = y + size_t(r) * V;
-  const float* lo = y + size_t(R + r) * V;
-  float bv = -INFINITY;
-  int bi = V;
-  for (int v = t; v < V; v += blockDim.x) {
-    const float x = hi[v] + lo[v];
-    // Strictly greater keeps this thread's first maximum (v increases); NaN never wins.
-    if (x > bv || (bi == V && x == x)) {
-      bv = x;
-      bi = v;
-    }
+  const int v0 = blockIdx.y * kArgmaxSpan, v1 = min(V, v0 + kArgmaxSpan);
+  unsigned long long best = 0;
+  for (int v = v0 + t; v < v1; v += blockDim.x) {
+    const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes);
+    if (x == x) best = max(best, argmax_key(x, v));
   }
-  sv[t] = bv;
-  si[t] = bi;
+  for (int o = 16; o; o >>= 1) best = max(best, __shfl_xor_sync(kFull, best, o));
+  if (t % 32 == 0) red[t / 32] = best;
   __syncthreads();
-  for (int s = blockDim.x / 2; s; s >>= 1) {
-    if (t < s && better(sv[t + s], si[t + s], sv[t], si[t])) {
-      sv[t] = sv[t + s];
-      si[t] = si[t + s];
-    }
-    __syncthreads();
+  if (t == 0) {
+    for (int w = 1; w < int(blockDim.x / 32); ++w) best = max(best, red[w]);
+    atomicMax(&keys[r], best);
   }
-  if (t == 0) out[r] = si[0] < V ? si[0] : 0;
 }
 
-__global__ void copy_blocks_kernel(float* cache, const int32_t* pairs, size_t block_floats) {
+__global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32_t* out) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < R) out[r] = keys[r] == 0 ? 0 : int32_t(0xffffffffu - unsigned(keys[r] & 0xffffffffu));
+}
+
+// ---- small-M GEMM (weight streaming) ------------------------------------------------------------
+// Block: 256 threads = 8 warps = (8 / KS) column groups x KS warps that split K. A warp owns NC = 4
+// output columns: each lane streams 16 bytes (8 weights) of each column per step and multiplies
+// them with the same 8 activations of every row (L1-resident: all warps read the same rows).
+// Lane partial sums are reduced with a fixed butterfly, K-slices in order: deterministic.
+constexpr int kNC = 4;
+
+__device__ __forceinline__ void bf16x8(const uint4& u, float* f) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __bfloat1622float2(h[i]);
+    f[2 * i] = v.x;
+    f[2 * i + 1] = v.y;
+  }
+}
+
+template <int MMAX, int KS>
+__global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a, float* out, int M, int N, int K) {
+  constexpr int GROUPS = 8 / KS;
+  __shared__ float red[KS > 1 ? 8 : 1][kNC * MMAX];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int grp = warp / KS, ksl = warp % KS;
+  const int n0 = (blockIdx.x * GROUPS + grp) * kNC;
+  const int slice = K / KS, kb = ksl * slice, ke = kb + slice;
+  float acc[MMAX][kNC];
+#pragma unroll
+  for (int i = 0; i < MMAX; ++i)
+#pragma unroll
+    for (int c = 0; c < kNC; ++c) acc[i][c] = 0;
+  for (int k = kb + lane * 8; k < ke; k += 256) {
+    float wf[kNC][8];
+#pragma unroll
+    for (int c = 0; c < kNC; ++c) {
+      uint4 u = make_uint4(0, 0, 0, 0);
+      if (n0 + c < N) u = __ldg(reinterpret_cast<const uint4*>(w + size_t(n0 + c) * K + k));
+      bf16x8(u, wf[c]);
+    }
+#pragma unroll
+    for (int i = 0; i < MMAX; ++i) {
+      if (i < M) {
+        float af[8];
+        bf16x8(__ldg(reinterpret_cast<const uint4*>(a + size_t(i) * K + k)), af);
+#pragma unroll
+        for (int c = 0; c < kNC; ++c)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[i][c] = fmaf(af[e], wf[c][e], acc[i][c]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MMAX; ++i)
+#pragma unroll
+    for (int c = 0; c < kNC; ++c) acc[i][c] = warp_sum(acc[i][c]);
+  if (KS == 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int i = 0; i < MMAX; ++i)
+#pragma unroll
+        for (int c = 0; c < kNC; ++c)
+          if (i < M && n0 + c < N) out[size_t(i) * N + n0 + c] = acc[i][c];
+    return;
+  }
+  if (lane == 0)
+#pragma unroll
+    for (int i = 0; i < MMAX; ++i)
+#pragma unroll
+      for (int c = 0; c < kNC; ++c) red[warp][i * kNC + c] = acc[i][c];
+  __syncthreads();
+  if (ksl == 0)
+    for (int e = lane; e < MMAX * kNC; e += 32) {
+      const int i = e / kNC, c = e % kNC;
+      float sum = 0;
+      for (int s = 0; s < KS; ++s) sum += red[warp + s][e];
+      if (i < M && n0 + c < N) out[size_t(i) * N + n0 + c] = sum;
+    }
+}
+
+template <int MMAX>
+void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {
+  const int groups = (N + kNC - 1) / kNC, per_block = 8 / ks;
+  const unsigned blocks = unsigned((groups + per_block - 1) / per_block);
+  switch (ks) {
+    case 1: gemv_kernel<MMAX, 1><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
+    case 2: gemv_kernel<MMAX, 2><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
+    case 4: gemv_kernel<MMAX, 4><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
+    default: gemv_kernel<MMAX, 8><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
+  }
+}
+
+__global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t block_words) {
   const size_t src = size_t(pairs[2 * blockIdx.y]), dst = size_t(pairs[2 * blockIdx.y + 1]);
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < block_floats; i += size_t(gridDim.x) * blockDim.x)
-    cache[dst * block_floats + i] = cache[src * block_floats + i];
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < block_words; i += size_t(gridDim.x) * blockDim.x)
+    cache[dst * block_words + i] = cache[src * block_words + i];
 }
 
-template <int D>
-void launch_attn(int rep, dim3 grid, const float* q, const float* kc, const float* vc, RowMeta m, int heads, int KVH,
-                 int bs, int NP, float scale, float* pa, float* pm, cudaStream_t s) {
+// Every tile: 4 warps x 4 query vectors (decode tiles use REP of them).
+// NOTE: measured on the H200: 2-warp decode blocks and 8-query warps for prefill were both slower.
+template <int REP, int D, typename KV>
+void launch_attn(bool /*decode*/, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads,
+                 int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm, bf16* act,
+                 cudaStream_t s) {
+  attn_kernel<REP, D, KV, 4, kPrefillQueries / 4>
+      <<<grid, 128, 0, s>>>(q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act);
+}
+
+template <int D, typename KV>
+void launch_attn_rep(int rep, bool decode, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
+                     int tile_off, int heads, int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm,
+                     bf16* act, cudaStream_t s) {
   switch (rep) {
-#define EEC_REP(R) \
-  case R: attn_part_kernel<R, D><<<grid, D, 0, s>>>(q, kc, vc, m, heads, KVH, bs, NP, scale, pa, pm); break;
+#define EEC_REP(R)                                                                                                \
+  case R:                                                                                                         \
+    launch_attn<R, D, KV>(decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s); \
+    break;
     EEC_REP(1)
     EEC_REP(2)
     EEC_REP(4)
@@ -263,56 +437,96 @@ void launch_attn(int rep, dim3 grid, const float* q, const float* kc, const floa
   }
 }
 
+template <typename KV>
+void attention_t(bool decode, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int tiles, int heads,
+                 int KVH, int D, int bs, int P, int NP, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
+  const dim3 grid(tiles, KVH, NP);
+  const float scale = 1.0f / sqrtf(float(D));
+  const int rep = heads / KVH;
+  if (D == 128)
+    launch_attn_rep<128, KV>(rep, decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
+  else
+    launch_attn_rep<64, KV>(rep, decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
+}
+
 }  // namespace
 
-void embed(const __nv_bfloat16* table, RowMeta m, int T, int H, float* x, cudaStream_t s) {
+void embed(const bf16* table, RowMeta m, int T, int H, float* x, cudaStream_t s) {
   embed_kernel<<<T, 256, 0, s>>>(table, m.token, H, x);
 }
 
 void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int R, int H, const float* w, float eps,
-                      bool write_x, __nv_bfloat16* act, cudaStream_t s) {
-  residual_rmsnorm_kernel<<<R, 256, size_t(H) * sizeof(float), s>>>(x, y, rows, T, R, H, w, eps, write_x, act);
+                      bool write_x, int planes, bf16* act, cudaStream_t s) {
+  residual_rmsnorm_kernel<<<R, 256, size_t(H) * sizeof(float), s>>>(x, y, rows, T, R, H, w, eps, write_x, planes, act);
 }
 
 void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
-             float* q_out, float* k_cache, float* v_cache, cudaStream_t s) {
-  rope_kv_kernel<<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, q_out, k_cache, v_cache, T);
+             int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s) {
+  if (kv_bf16)
+    rope_kv_kernel<bf16><<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
+                                           static_cast<bf16*>(k_cache), static_cast<bf16*>(v_cache), T);
+  else
+    rope_kv_kernel<float><<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
+                                            static_cast<float*>(k_cache), static_cast<float*>(v_cache), T);
 }
 
 bool attention_supported(int heads, int kv_heads, int D) {
   const int rep = heads / kv_heads;
-  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16);
+  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) &&
+         heads % kv_heads == 0;
 }
 
-void attention(const float* q, const float* k_cache, const float* v_cache, RowMeta m, int T, int heads, int kv_heads,
-               int D, int block_size, int num_parts, float* part_acc, float* part_ml, __nv_bfloat16* act,
-               cudaStream_t s) {
-  const dim3 grid(T, kv_heads, num_parts);
-  const float scale = 1.0f / sqrtf(float(D));
-  const int rep = heads / kv_heads;
-  if (D == 128)
-    launch_attn<128>(rep, grid, q, k_cache, v_cache, m, heads, kv_heads, block_size, num_parts, scale, part_acc, part_ml, s);
+int attn_rows_per_tile(int heads, int kv_heads) { return kPrefillQueries / (heads / kv_heads); }
+
+void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
+               int tiles, bool decode, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
+               float* part_acc, float* part_ml, bf16* act, cudaStream_t s) {
+  if (kv_bf16)
+    attention_t<bf16>(decode, q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T, tile_off, tiles, heads,
+                      kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   else
-    launch_attn<64>(rep, grid, q, k_cache, v_cache, m, heads, kv_heads, block_size, num_parts, scale, part_acc, part_ml, s);
-  attn_combine_kernel<<<dim3(T, heads), D, 0, s>>>(part_acc, part_ml, m, T, heads, kv_heads, D, num_parts, act);
+    attention_t<float>(decode, q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T, tile_off, tiles, heads,
+                       kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
+  if (num_parts > 1)
+    attn_combine_kernel<<<dim3(tiles, heads), D, 0, s>>>(part_acc, part_ml, m, T, heads, kv_heads, D, part_keys, num_parts,
+                                                      planes, act);
 }
 
-void silu_mul(const float* y, int T, int I, __nv_bfloat16* act, cudaStream_t s) {
+void silu_mul(const float* y, int T, int I, int planes, bf16* act, cudaStream_t s) {
   const size_t n = size_t(T) * I;
-  silu_mul_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, T, I, act);
+  silu_mul_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, T, I, planes, act);
 }
 
-void logits_sum(const float* y, int R, int V, float* logits, cudaStream_t s) {
+void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStream_t s) {
   const size_t n = size_t(R) * V;
-  logits_sum_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, R, V, logits);
+  logits_sum_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, R, V, planes, logits);
 }
 
-void logits_argmax(const float* y, int R, int V, int32_t* argmax, cudaStream_t s) {
-  logits_argmax_kernel<<<R, 1024, 0, s>>>(y, R, V, argmax);
+void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s) {
+  cudaMemsetAsync(keys, 0, sizeof(unsigned long long) * size_t(R), s);
+  logits_argmax_kernel<<<dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s>>>(y, R, V, planes, keys);
+  argmax_index_kernel<<<(R + 255) / 256, 256, 0, s>>>(keys, R, argmax);
 }
 
-void copy_blocks(float* cache, const int32_t* pairs, int n, size_t block_floats, cudaStream_t s) {
-  copy_blocks_kernel<<<dim3(16, n), 256, 0, s>>>(cache, pairs, block_floats);
+bool gemv(const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {
+  if (M < 1 || M > 16 || K % 8 != 0) return false;
+  // Enough warps to keep HBM busy (~2k), splitting K when there are few columns.
+  int ks = 1;
+  const int groups = (N + kNC - 1) / kNC;
+  while (ks < 8 && groups * ks < 2048 && K % (8 * ks * 2) == 0) ks *= 2;
+  if (M <= 2)
+    launch_gemv<2>(ks, w, N, K, a, M, out, s);
+  else if (M <= 4)
+    launch_gemv<4>(ks, w, N, K, a, M, out, s);
+  else if (M <= 8)
+    launch_gemv<8>(ks, w, N, K, a, M, out, s);
+  else
+    launch_gemv<16>(ks, w, N, K, a, M, out, s);
+  return true;
+}
+
+void copy_blocks(void* cache, const int32_t* pairs, int n, size_t block_bytes, cudaStream_t s) {
+  copy_blocks_kernel<<<dim3(16, n), 256, 0, s>>>(static_cast<uint32_t*>(cache), pairs, block_bytes / 4);
 }
 
 }  // namespace eec

@@ -11,48 +11,71 @@ namespace eec {
 
 // Per-step row metadata on the device (one int buffer, uploaded once per step).
 struct RowMeta {
-  const int32_t* token;   // [T]
-  const int32_t* pos;     // [T] position of the row's token
-  const int32_t* slot;    // [T] KV slot = block * block_size + pos % block_size
-  const int32_t* bt_off;  // [T] offset of the row's sequence's block table in `bt`
-  const int32_t* out_row; // [R] rows that produce logits
-  const int32_t* bt;      // flat block tables
+  const int32_t* token;    // [T]
+  const int32_t* pos;      // [T] position of the row's token
+  const int32_t* slot;     // [T] KV slot = block * block_size + pos % block_size
+  const int32_t* bt_off;   // [T] offset of the row's sequence's block table in `bt`
+  const int32_t* tile_row; // [tiles] first row of an attention tile (consecutive rows of one sequence)
+  const int32_t* tile_n;   // [tiles] rows in the tile (1..attn_rows_per_tile)
+  const int32_t* out_row;  // [R] rows that produce logits
+  const int32_t* bt;       // flat block tables
 };
+
+// Activation planes: 2 = "precise" (hi and lo bf16 planes, fp32-grade results), 1 = plain bf16
+// activations (what bf16 serving engines and HF transformers in bf16 compute). With one plane the
+// lo halves below are absent and GEMM outputs have T rows instead of 2T.
 
 // x[r] = embed[token[r]] (fp32).
 void embed(const __nv_bfloat16* table, RowMeta m, int T, int H, float* x, cudaStream_t s);
 
-// For output row i (input row r = rows ? rows[i] : i): x_r += y[r] + y[T + r] when y is given
-// (y: GEMM output [2T, H], hi half then lo half), written back to x when write_x; then
-// act[i] = bf16 hi/lo split of rmsnorm(x_r) * w (act: [2R, H], hi rows then lo rows).
+// For output row i (input row r = rows ? rows[i] : i): x_r += y[r] (+ y[T + r] with two planes)
+// when y is given (y: GEMM output [planes*T, H]), written back to x when write_x; then
+// act[i] = bf16 planes of rmsnorm(x_r) * w (act: [planes*R, H], hi rows then lo rows).
 void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int R, int H, const float* w, float eps,
-                      bool write_x, __nv_bfloat16* act, cudaStream_t s);
+                      bool write_x, int planes, __nv_bfloat16* act, cudaStream_t s);
 
-// qkv: GEMM output [2T, QD + 2*KVD]. q (RoPE'd, fp32) -> q_out [T, QD]; k (RoPE'd) and v -> the
-// layer's caches at each row's slot. Caches: [num_blocks + 1, block_size, kv_heads, head_dim] fp32.
+// qkv: GEMM output [planes*T, QD + 2*KVD]. q (RoPE'd, fp32) -> q_out [T, QD]; k (RoPE'd) and v ->
+// the layer's caches at each row's slot. Caches: [num_blocks + 1, block_size, kv_heads, head_dim],
+// fp32 or bf16 (kv_bf16).
 void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
-             float* q_out, float* k_cache, float* v_cache, cudaStream_t s);
+             int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s);
 
-// Paged causal attention, split into key partitions of kAttnPart keys (flash-decoding). Partition
-// p of row r covers keys [p*P, min(ctx, (p+1)*P)), ctx = pos[r] + 1; the combine step merges them
-// and writes the attention output straight into act [2T, QD] (hi/lo planes) for o_proj.
-// NOTE: partitions depend only on the row's own context length and every reduction has a fixed
-// order, so a row's attention output is bit-identical whatever else is in the batch.
-constexpr int kAttnPart = 256;
+// Paged causal attention over tiles tile_off .. tile_off + tiles - 1 of the metadata. A tile is one
+// row (decode: a slice of one token) or up to attn_rows_per_tile consecutive rows of one sequence
+// (prefill: they share each K/V chunk loaded into shared memory). Keys are split into partitions of
+// `part_keys` (flash-decoding): partition p of row r covers keys [p*P, min(ctx, (p+1)*P)), ctx =
+// pos[r] + 1. With num_parts == 1 a tile writes its output straight into act [planes*T, QD] for
+// o_proj; otherwise (one-row tiles only, tile_off 0) partials indexed by tile go to part_acc /
+// part_ml and a combine kernel merges them in a fixed order.
+// NOTE: a row's arithmetic (dot order, chunk order, partition bounds) depends only on its own
+// position and part_keys, never on the tile or the batch around it; part_keys of decode rows
+// depends on how many there are (attn_decode_part_keys), so logits may differ in the last bits
+// between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
 bool attention_supported(int heads, int kv_heads, int D);
-void attention(const float* q, const float* k_cache, const float* v_cache, RowMeta m, int T, int heads, int kv_heads,
-               int D, int block_size, int num_parts, float* part_acc, float* part_ml, __nv_bfloat16* act,
-               cudaStream_t s);
+int attn_rows_per_tile(int heads, int kv_heads);
+// Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
+// larger when many (fewer partials to write and merge).
+inline int attn_decode_part_keys(int rows) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128; }
+constexpr int kAttnWhole = 1 << 30;  // part_keys of prefill tiles: one partition
+void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
+               int tiles, bool decode, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts,
+               int planes, float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
 
-// y: gate/up GEMM output [2T, 2I] (gate | up per row); act [2T, I] = split(silu(gate) * up).
-void silu_mul(const float* y, int T, int I, __nv_bfloat16* act, cudaStream_t s);
+// y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.
+void silu_mul(const float* y, int T, int I, int planes, __nv_bfloat16* act, cudaStream_t s);
 
-// y: lm_head output [2R, V]; logits[i] = y[i] + y[R + i] (fp32) or, when argmax is given, the
-// index of the first maximum of that sum per row.
-void logits_sum(const float* y, int R, int V, float* logits, cudaStream_t s);
-void logits_argmax(const float* y, int R, int V, int32_t* argmax, cudaStream_t s);
+// y: lm_head output [planes*R, V]; logits[i] = y[i] (+ y[R + i]) (fp32) or, when argmax is given,
+// the index of the first maximum of that sum per row.
+void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStream_t s);
+// keys: [R] scratch (64-bit) for the parallel argmax.
+void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s);
+
+// out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 out, row-major) for small M: a weight-streaming
+// GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth). Deterministic.
+// Returns false (nothing launched) when the shape is not supported (M > 16 or K % 8 != 0).
+bool gemv(const __nv_bfloat16* w, int N, int K, const __nv_bfloat16* a, int M, float* out, cudaStream_t s);
 
 // Whole-block copies inside one layer's cache (pairs[2*i] -> pairs[2*i+1]), for copy-on-write.
-void copy_blocks(float* cache, const int32_t* pairs, int n, size_t block_floats, cudaStream_t s);
+void copy_blocks(void* cache, const int32_t* pairs, int n, size_t block_bytes, cudaStream_t s);
 
 }  // namespace eec

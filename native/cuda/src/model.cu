@@ -5,7 +5,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -62,11 +64,55 @@ struct Layer {
   float* post_norm;
 };
 
+// ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
+// for finding where a step's time goes, never for serving) and print the table when the model is
+// destroyed. Graph replays are timed whole.
+struct Profiler {
+  const char* env = std::getenv("ERNIE_CUDA_PROFILE");
+  bool on = env != nullptr;
+  bool ops = on && std::string(env) != "graph";  // per op (eager); "graph": graphs stay on, timed whole
+  cudaEvent_t a = nullptr, b = nullptr;
+  std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
+  void begin(cudaStream_t s) {
+    if (!on) return;
+    if (!a) {
+      cudaEventCreate(&a);
+      cudaEventCreate(&b);
+    }
+    cudaEventRecord(a, s);
+  }
+  void end(cudaStream_t s, const std::string& op) {
+    if (!on) return;
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    auto& e = ms[op];
+    e.first += t;
+    e.second += 1;
+  }
+  void host(const std::string& op, double t) {
+    if (!on) return;
+    auto& e = ms[op];
+    e.first += t;
+    e.second += 1;
+  }
+  void print() const {
+    if (!on || ms.empty()) return;
+    double total = 0;
+    for (auto& [k, v] : ms) total += v.first;
+    std::fprintf(stderr, "[cuda profile] op, total ms, calls, us/call, share\n");
+    for (auto& [k, v] : ms)
+      std::fprintf(stderr, "[cuda profile] %-28s %10.2f %8ld %9.1f %5.1f%%\n", k.c_str(), v.first, v.second,
+                   1000.0 * v.first / double(v.second), 100.0 * v.first / total);
+  }
+};
+
 }  // namespace
 
 struct EeCudaModel {
   EeCudaModelDesc d{};
-  int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0, graph_parts = 0;
+  int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0;
   cudaStream_t st = nullptr;
   cublasHandle_t blas = nullptr;
   void* blas_ws = nullptr;
@@ -76,29 +122,41 @@ struct EeCudaModel {
   float* final_norm = nullptr;
   float* inv_freq = nullptr;
   std::vector<Layer> layers;
-  // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim] fp32. Block
-  // num_blocks is a scratch block that padded graph rows write to.
-  float* kv = nullptr;
-  size_t layer_floats = 0;
+  // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim], fp32 or bf16
+  // (kv_bf16). Block num_blocks is a scratch block that padded graph rows write to.
+  char* kv = nullptr;
+  size_t layer_bytes = 0;
+  bool kv_bf16 = false;
+  int planes = 2;  // activation planes: 2 precise (hi + lo bf16), 1 plain bf16
+  bool use_gemv = std::getenv("ERNIE_CUDA_NO_GEMV") == nullptr;  // small-M GEMMs: own GEMV, else cuBLAS
   uint64_t weight_bytes = 0, kv_bytes = 0;
 
-  // Step buffers (capacities: rows T, logit rows R, attention partitions per row NP, block-table ints BT).
-  int cap_t = 0, cap_r = 0, cap_np = 0, cap_bt = 0, cap_rl = 0;
+  // Step buffers (capacities: rows T, logit rows R, attention partials (rows x partitions) RP,
+  // block-table ints BT).
+  int cap_t = 0, cap_r = 0, cap_bt = 0, cap_rl = 0;
+  size_t cap_rp = 0;
   float *x = nullptr, *y = nullptr, *q = nullptr, *part_acc = nullptr, *part_ml = nullptr, *ylog = nullptr;
   bf16* act = nullptr;
   int32_t *meta = nullptr, *meta_h = nullptr, *argmax_d = nullptr, *argmax_h = nullptr, *pairs = nullptr;
+  unsigned long long* argmax_keys = nullptr;
   float *logits_d = nullptr, *logits_h = nullptr;
   int cap_pairs = 0;
 
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs;  // (padded batch, argmax?) -> decode step
   uint64_t graph_steps = 0, eager_steps = 0;
+  Profiler prof;
+  const char* shape = "";  // profile label suffix of the current step ("decode" / "mixed")
 
-  float* kc(int l) { return kv + size_t(l) * 2 * layer_floats; }
-  float* vc(int l) { return kc(l) + layer_floats; }
-  int meta_ints() const { return 4 * cap_t + cap_r + cap_bt; }
-  eec::RowMeta row_meta() const {
-    return {meta, meta + cap_t, meta + 2 * cap_t, meta + 3 * cap_t, meta + 4 * cap_t, meta + 4 * cap_t + cap_r};
+  void* kc(int l) { return kv + size_t(l) * 2 * layer_bytes; }
+  void* vc(int l) { return kv + (size_t(l) * 2 + 1) * layer_bytes; }
+  int meta_ints() const { return 6 * cap_t + cap_r + cap_bt; }
+  // The step's metadata, packed for S rows and SR logit rows (S = the graph's batch or the eager
+  // step's rows), so that only what the step uses crosses PCIe: [token | pos | slot | bt_off |
+  // tile_row | tile_n] x S, out_row x SR, block tables.
+  static eec::RowMeta row_meta(const int32_t* b, int S, int SR) {
+    return {b, b + S, b + 2 * S, b + 3 * S, b + 4 * S, b + 5 * S, b + 6 * S, b + 6 * S + SR};
   }
+  eec::RowMeta cur{};  // the current step's (device pointers), set before run() or a capture
 
   template <typename T>
   T* own(size_t n) {
@@ -131,18 +189,20 @@ struct EeCudaModel {
 
   void free_buffers() {
     for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act,
-                    (void*)meta, (void*)argmax_d, (void*)logits_d})
+                    (void*)meta, (void*)argmax_d, (void*)argmax_keys, (void*)logits_d})
       if (p) cudaFree(p);
     for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)logits_h})
       if (p) cudaFreeHost(p);
     x = y = q = part_acc = part_ml = ylog = logits_d = logits_h = nullptr;
     act = nullptr;
     meta = meta_h = argmax_d = argmax_h = nullptr;
+    argmax_keys = nullptr;
   }
 
   // Grows the step buffers to at least these capacities (graphs captured on the old ones go).
-  void ensure(int t, int r, int np, int bt, bool want_logits) {
-    const bool grow = t > cap_t || r > cap_r || np > cap_np || bt > cap_bt;
+  // rp: attention partial rows (rows x partitions; 0 when every tile writes its output directly).
+  void ensure(int t, int r, size_t rp, int bt, bool want_logits) {
+    const bool grow = t > cap_t || r > cap_r || rp > cap_rp || bt > cap_bt;
     const bool grow_l = want_logits && r > cap_rl;
     if (!grow && !grow_l) return;
     CK(cudaStreamSynchronize(st));
@@ -150,7 +210,7 @@ struct EeCudaModel {
     if (grow) {
       cap_t = std::max(cap_t, t);
       cap_r = std::max(cap_r, r);
-      cap_np = std::max(cap_np, np);
+      cap_rp = std::max(cap_rp, rp);
       cap_bt = std::max(cap_bt, bt);
     }
     if (want_logits) cap_rl = std::max(std::max(cap_rl, r), cap_r);
@@ -161,12 +221,13 @@ struct EeCudaModel {
     act = dalloc<bf16>(2 * T * size_t(std::max({H, QD, I})));
     y = dalloc<float>(2 * T * size_t(std::max({QKVW, H, 2 * I})));
     q = dalloc<float>(T * QD);
-    part_acc = dalloc<float>(T * size_t(cap_np) * QD);
-    part_ml = dalloc<float>(T * size_t(cap_np) * size_t(d.heads) * 2);
+    part_acc = dalloc<float>(std::max<size_t>(cap_rp, 1) * QD);
+    part_ml = dalloc<float>(std::max<size_t>(cap_rp, 1) * size_t(d.heads) * 2);
     ylog = dalloc<float>(2 * R * V);
     meta = dalloc<int32_t>(size_t(meta_ints()));
     meta_h = halloc<int32_t>(size_t(meta_ints()));
     argmax_d = dalloc<int32_t>(R);
+    argmax_keys = dalloc<unsigned long long>(R);
     argmax_h = halloc<int32_t>(R);
     if (cap_rl > 0) {
       logits_d = dalloc<float>(size_t(cap_rl) * V);
@@ -176,38 +237,63 @@ struct EeCudaModel {
 
   void gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out) {
     // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T.
+    if (use_gemv && eec::gemv(w, n, k, a, m, out, st)) return;
     const float one = 1.0f, zero = 0.0f;
     CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, a, CUDA_R_16BF, k, &zero, out,
                     CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
   // The whole forward for T rows (metadata already on the device), R logit rows.
-  void run(int T, int R, int np, bool argmax) {
-    const eec::RowMeta m = row_meta();
+  // Attention: dec_tiles one-row tiles first (key partitions of part_keys, np of them), then
+  // pre_tiles prefill tiles (one partition each).
+  void run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, bool argmax) {
+    const eec::RowMeta m = cur;
+    const int PT = planes * T, PR = planes * R;
     const float eps = d.rms_norm_eps;
-    eec::embed(embed, m, T, H, x, st);
-    eec::residual_rmsnorm(x, nullptr, nullptr, T, T, H, layers[0].in_norm, eps, false, act, st);
+    auto op = [&](const char* name, auto&& f) {
+      if (prof.ops) prof.begin(st);
+      f();
+      if (prof.ops) prof.end(st, std::string(name) + "." + shape);
+    };
+    op("embed+norm", [&] {
+      eec::embed(embed, m, T, H, x, st);
+      eec::residual_rmsnorm(x, nullptr, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
+    });
     for (int l = 0; l < L; ++l) {
       const Layer& w = layers[size_t(l)];
-      gemm(w.qkv, QKVW, H, act, 2 * T, y);
-      eec::rope_kv(y, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, q, kc(l), vc(l), st);
-      eec::attention(q, kc(l), vc(l), m, T, d.heads, d.kv_heads, d.head_dim, bs, np, part_acc, part_ml, act, st);
-      gemm(w.o, H, QD, act, 2 * T, y);
-      eec::residual_rmsnorm(x, y, nullptr, T, T, H, w.post_norm, eps, true, act, st);
-      gemm(w.gate_up, 2 * I, H, act, 2 * T, y);
-      eec::silu_mul(y, T, I, act, st);
-      gemm(w.down, H, I, act, 2 * T, y);
-      if (l + 1 < L)
-        eec::residual_rmsnorm(x, y, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, act, st);
-      else if (R > 0)
-        eec::residual_rmsnorm(x, y, m.out_row, T, R, H, final_norm, eps, false, act, st);
+      op("gemm_qkv", [&] { gemm(w.qkv, QKVW, H, act, PT, y); });
+      op("rope_kv", [&] {
+        eec::rope_kv(y, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q, kc(l),
+                     vc(l), kv_bf16, st);
+      });
+      op("attention", [&] {
+        if (dec_tiles > 0)
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, 0, dec_tiles, true, d.heads, d.kv_heads, d.head_dim, bs, part_keys,
+                         np, planes, part_acc, part_ml, act, st);
+        if (pre_tiles > 0)
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, false, d.heads, d.kv_heads, d.head_dim, bs,
+                         eec::kAttnWhole, 1, planes, part_acc, part_ml, act, st);
+      });
+      op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y); });
+      op("norm", [&] { eec::residual_rmsnorm(x, y, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
+      op("gemm_gate_up", [&] { gemm(w.gate_up, 2 * I, H, act, PT, y); });
+      op("silu", [&] { eec::silu_mul(y, T, I, planes, act, st); });
+      op("gemm_down", [&] { gemm(w.down, H, I, act, PT, y); });
+      op("norm", [&] {
+        if (l + 1 < L)
+          eec::residual_rmsnorm(x, y, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, planes, act, st);
+        else if (R > 0)
+          eec::residual_rmsnorm(x, y, m.out_row, T, R, H, final_norm, eps, false, planes, act, st);
+      });
     }
     if (R == 0) return;
-    gemm(lm_head, V, H, act, 2 * R, ylog);
-    if (argmax)
-      eec::logits_argmax(ylog, R, V, argmax_d, st);
-    else
-      eec::logits_sum(ylog, R, V, logits_d, st);
+    op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog); });
+    op("logits", [&] {
+      if (argmax)
+        eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
+      else
+        eec::logits_sum(ylog, R, V, planes, logits_d, st);
+    });
     CK(cudaGetLastError());
   }
 };
@@ -225,6 +311,8 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.KVD = d.kv_heads * d.head_dim;
   m.QKVW = m.QD + 2 * m.KVD;
   m.bs = d.block_size;
+  m.planes = d.precise ? 2 : 1;
+  m.kv_bf16 = d.kv_bf16 != 0;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
                              std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
@@ -272,13 +360,15 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   }
 
   // Step buffers for the largest decode graph and prefill chunk up front.
-  m.graph_parts = (d.max_model_len + eec::kAttnPart - 1) / eec::kAttnPart;
   const int max_seqs = std::max(1, d.max_num_seqs);
   const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
-  m.ensure(rows, max_seqs, m.graph_parts, max_seqs * bt_per_seq + rows + 1, false);
+  const int pk = eec::attn_decode_part_keys(max_seqs);
+  m.ensure(rows, max_seqs, size_t(max_seqs) * size_t((d.max_model_len + pk - 1) / pk), max_seqs * bt_per_seq + rows + 1,
+           false);
 
-  const size_t block_bytes = size_t(m.L) * 2 * size_t(d.block_size) * KVD * sizeof(float);
+  const size_t elem = m.kv_bf16 ? 2 : 4;
+  const size_t block_bytes = size_t(m.L) * 2 * size_t(d.block_size) * KVD * elem;
   int nb = d.num_blocks;
   if (nb <= 0) {
     size_t free_b = 0, total_b = 0;
@@ -291,9 +381,9 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
     nb = int(std::min(budget / double(block_bytes) - 1, 2.0e9));
   }
   m.num_blocks = nb;
-  m.layer_floats = size_t(nb + 1) * size_t(d.block_size) * KVD;
-  m.kv = m.own<float>(size_t(m.L) * 2 * m.layer_floats);
-  m.kv_bytes = size_t(m.L) * 2 * m.layer_floats * sizeof(float);
+  m.layer_bytes = size_t(nb + 1) * size_t(d.block_size) * KVD * elem;
+  m.kv_bytes = size_t(m.L) * 2 * m.layer_bytes;
+  m.kv = m.own<char>(m.kv_bytes);
   CK(cudaMemsetAsync(m.kv, 0, m.kv_bytes, m.st));
   CK(cudaStreamSynchronize(m.st));
 }
@@ -308,6 +398,7 @@ int bucket(int n) {
 }
 
 void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out) {
+  const auto t_host = std::chrono::steady_clock::now();
   const bool want_argmax = argmax_out != nullptr;
   int T = 0, R = 0, BT = 0, max_ctx = 0;
   bool decode = n > 0;
@@ -318,21 +409,46 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     max_ctx = std::max(max_ctx, s[i].start_pos + s[i].n_tokens);
     decode = decode && s[i].n_tokens == 1 && s[i].logits == 1;
   }
-  const bool graph = decode && !m.d.enforce_eager && n <= std::max(1, m.d.max_num_seqs) && max_ctx <= m.d.max_model_len;
+  m.shape = decode ? "decode" : "mixed";
+  const bool graph = decode && !m.d.enforce_eager && !m.prof.ops && n <= std::max(1, m.d.max_num_seqs) && max_ctx <= m.d.max_model_len;
   const int B = graph ? bucket(n) : T;  // rows actually run
   const int RR = graph ? B : R;
-  const int np = graph ? m.graph_parts : (max_ctx + eec::kAttnPart - 1) / eec::kAttnPart;
-  m.ensure(B, std::max(RR, 1), np, BT + 1, !want_argmax);
+  // One-row slices (decodes) become one-row attention tiles split into key partitions; longer
+  // slices (prefill chunks) tiles of up to qt rows, one partition each.
+  int n_dec = 0, dec_ctx = 0;
+  for (int i = 0; i < n; ++i)
+    if (s[i].n_tokens == 1) {
+      ++n_dec;
+      dec_ctx = std::max(dec_ctx, s[i].start_pos + 1);
+    }
+  const int dec_rows = graph ? B : n_dec;
+  const int part_keys = eec::attn_decode_part_keys(dec_rows);
+  const int np = graph ? (m.d.max_model_len + part_keys - 1) / part_keys : (dec_ctx + part_keys - 1) / part_keys;
+  const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
+  m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_rows) * size_t(np) : 0, BT + 1, !want_argmax);
 
-  // Row metadata: [token | pos | slot | bt_off] x cap_t, out_row x cap_r, block tables.
-  int32_t* h = m.meta_h;
-  int32_t* tok = h;
-  int32_t* pos = h + m.cap_t;
-  int32_t* slot = h + 2 * m.cap_t;
-  int32_t* bt_off = h + 3 * m.cap_t;
-  int32_t* out_row = h + 4 * m.cap_t;
-  int32_t* bt = out_row + m.cap_r;
-  int row = 0, out = 0, bt_at = 0;
+  const int S = B, SR = std::max(RR, 1);
+  const eec::RowMeta hm = EeCudaModel::row_meta(m.meta_h, S, SR);
+  int32_t* tok = const_cast<int32_t*>(hm.token);
+  int32_t* pos = const_cast<int32_t*>(hm.pos);
+  int32_t* slot = const_cast<int32_t*>(hm.slot);
+  int32_t* bt_off = const_cast<int32_t*>(hm.bt_off);
+  int32_t* tile_row = const_cast<int32_t*>(hm.tile_row);
+  int32_t* tile_n = const_cast<int32_t*>(hm.tile_n);
+  int32_t* out_row = const_cast<int32_t*>(hm.out_row);
+  int32_t* bt = const_cast<int32_t*>(hm.bt);
+  int row = 0, out = 0, bt_at = 0, dec_tiles = 0;
+  int pre_tiles = 0;  // written after the decode tiles, once those are counted
+  for (int i = 0, r = 0; i < n; r += s[i].n_tokens, ++i)
+    if (s[i].n_tokens == 1) {
+      tile_row[dec_tiles] = r;
+      tile_n[dec_tiles++] = 1;
+    }
+  for (int i = 0, r = 0; i < n; r += s[i].n_tokens, ++i)
+    for (int t = 0; s[i].n_tokens > 1 && t < s[i].n_tokens; t += qt, ++pre_tiles) {
+      tile_row[dec_tiles + pre_tiles] = r + t;
+      tile_n[dec_tiles + pre_tiles] = std::min(qt, s[i].n_tokens - t);
+    }
   for (int i = 0; i < n; ++i) {
     std::memcpy(bt + bt_at, s[i].block_table, sizeof(int32_t) * size_t(s[i].n_blocks));
     for (int t = 0; t < s[i].n_tokens; ++t, ++row) {
@@ -352,8 +468,11 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     slot[row] = m.num_blocks * m.bs;
     bt_off[row] = bt_at;
     out_row[out++] = row;
+    tile_row[dec_tiles] = row;  // padded graph rows: one-row tiles after the real ones
+    tile_n[dec_tiles++] = 1;
   }
-  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(m.meta_ints()), cudaMemcpyHostToDevice, m.st));
+  m.cur = EeCudaModel::row_meta(m.meta, S, SR);
+  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(6 * S + SR + bt_at + 1), cudaMemcpyHostToDevice, m.st));
 
   if (graph) {
     auto key = std::make_pair(B, want_argmax ? 1 : 0);
@@ -362,7 +481,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
       try {
-        m.run(B, B, np, want_argmax);
+        m.run(B, B, dec_tiles, pre_tiles, part_keys, np, want_argmax);
       } catch (...) {
         cudaStreamEndCapture(m.st, &g);
         throw;
@@ -373,10 +492,12 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       cudaGraphDestroy(g);
       it = m.graphs.emplace(key, exec).first;
     }
+    m.prof.begin(m.st);
     CK(cudaGraphLaunch(it->second, m.st));
+    m.prof.end(m.st, "graph." + std::to_string(B));
     ++m.graph_steps;
   } else {
-    m.run(T, R, np, want_argmax);
+    m.run(T, R, dec_tiles, pre_tiles, part_keys, np, want_argmax);
     ++m.eager_steps;
   }
   if (R > 0) {
@@ -386,6 +507,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
   }
   CK(cudaStreamSynchronize(m.st));
+  m.prof.host(std::string("forward_call.") + m.shape,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_host).count());
   if (R > 0) {
     if (want_argmax)
       std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));
@@ -396,6 +519,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
 
 void destroy_model(EeCudaModel* m) {
   if (m->st) cudaStreamSynchronize(m->st);
+  m->prof.print();
   m->drop_graphs();
   m->free_buffers();
   if (m->pairs) cudaFree(m->pairs);
@@ -481,10 +605,10 @@ int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, 
       pairs[size_t(2 * i + 1)] = dst[i];
     }
     CK(cudaMemcpyAsync(m->pairs, pairs.data(), pairs.size() * 4, cudaMemcpyHostToDevice, m->st));
-    const size_t block_floats = size_t(m->bs) * size_t(m->KVD);
+    const size_t block_bytes = size_t(m->bs) * size_t(m->KVD) * (m->kv_bf16 ? 2 : 4);
     for (int l = 0; l < m->L; ++l) {
-      eec::copy_blocks(m->kc(l), m->pairs, n, block_floats, m->st);
-      eec::copy_blocks(m->vc(l), m->pairs, n, block_floats, m->st);
+      eec::copy_blocks(m->kc(l), m->pairs, n, block_bytes, m->st);
+      eec::copy_blocks(m->vc(l), m->pairs, n, block_bytes, m->st);
     }
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(m->st));

@@ -56,6 +56,7 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   };
   str("device", r.device);
   str("cudaLibrary", r.cuda_library);
+  str("kvCacheDtype", r.kv_cache_dtype);
   if (o.Has("gpuMemoryUtilization") && o.Get("gpuMemoryUtilization").IsNumber())
     r.gpu_memory_utilization = o.Get("gpuMemoryUtilization").As<Napi::Number>().FloatValue();
   if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean()) r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();

@@ -47,6 +47,8 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
     co.max_num_seqs = opts.max_num_seqs;
     co.max_batched_tokens = opts.max_batched_tokens;
     co.enforce_eager = opts.enforce_eager;
+    co.precise = opts.precise;
+    co.kv_bf16 = opts.kv_cache_dtype == "bfloat16";
     auto r = make_cuda_runner(opts.config, opts.tensors, co);
     if (!r.is_ok()) return r.status();
     auto m = std::make_shared<LoadedModel>();
@@ -57,6 +59,8 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   }
   if (opts.device != "cpu") return Status::error("unknown device '" + opts.device + "' (cpu or cuda)");
   if (opts.kv_blocks <= 0) return Status::error("kvBlocks and blockSize must be positive");
+  if (opts.kv_cache_dtype != "float32")
+    return Status::error("the CPU backend keeps the KV cache in float32 (kvCacheDtype '" + opts.kv_cache_dtype + "' is CUDA only)");
   auto w = ModelWeights::load(opts.config, opts.tensors);
   if (!w.is_ok()) return w.status();
   auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size);

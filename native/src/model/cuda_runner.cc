@@ -196,6 +196,8 @@ Result<std::unique_ptr<IModelRunner>> make_cuda_runner(const ModelConfig& cfg, c
   d.max_num_seqs = o.max_num_seqs;
   d.max_batched_tokens = o.max_batched_tokens;
   d.enforce_eager = o.enforce_eager ? 1 : 0;
+  d.precise = o.precise ? 1 : 0;
+  d.kv_bf16 = o.kv_bf16 ? 1 : 0;
   d.device = o.device;
   char err[kErr] = {0};
   EeCudaModel* m = lib.value()->create(&d, err, kErr);

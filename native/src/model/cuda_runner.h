@@ -22,6 +22,8 @@ struct CudaOptions {
   int max_batched_tokens = 2048;
   bool enforce_eager = false;
   int device = 0;
+  bool precise = true;   // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
+  bool kv_bf16 = false;  // KV cache in bf16 instead of fp32
 };
 
 struct CudaProbe {

@@ -15,7 +15,7 @@ export type LoadOptions = Partial<
   Pick<
     NativeLoadOptions,
     | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'cudaLibrary' | 'gpuMemoryUtilization'
-    | 'enforceEager' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens'
+    | 'enforceEager' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
   >
 > & {
   kvCacheMemory?: number; // bytes for the KV cache
@@ -30,17 +30,18 @@ export interface LoadedModel {
   kvBlockBytes: number;
 }
 
-/** Bytes one KV block takes over all layers (K and V, fp32). */
-export function kvBlockBytes(ck: Checkpoint, blockSize: number): number {
+/** Bytes one KV block takes over all layers (K and V; fp32 unless the dtype says bfloat16). */
+export function kvBlockBytes(ck: Checkpoint, blockSize: number, dtype: 'float32' | 'bfloat16' = 'float32'): number {
   const c = ck.config.native;
-  return c.numLayers * 2 * c.numKvHeads * blockSize * c.headDim * 4;
+  return c.numLayers * 2 * c.numKvHeads * blockSize * c.headDim * (dtype === 'bfloat16' ? 2 : 4);
 }
 
 /** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
 export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
   const blockSize = opts.blockSize ?? 16;
   if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) throw new RangeError('blockSize must be 1..1024');
-  const perBlock = kvBlockBytes(checkpoint, blockSize);
+  const kvCacheDtype = opts.kvCacheDtype ?? 'float32';
+  const perBlock = kvBlockBytes(checkpoint, blockSize, kvCacheDtype);
   const cudaLibrary = opts.cudaLibrary ?? defaultCudaLibrary();
   const device = resolveDevice(opts.device ?? 'cpu', cudaLibrary, (lib) => native().cudaInfo(lib));
   let kvBlocks: number;
@@ -59,6 +60,7 @@ export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}
     cudaLibrary,
     gpuMemoryUtilization: opts.gpuMemoryUtilization ?? 0.9,
     enforceEager: opts.enforceEager ?? false,
+    kvCacheDtype,
     maxModelLen: opts.maxModelLen ?? 8192,
     maxNumSeqs: opts.maxNumSeqs ?? 256,
     maxNumBatchedTokens: opts.maxNumBatchedTokens ?? 2048,

@@ -1,0 +1,58 @@
+// `node --import tsx bench/gpu-profile.ts single|batch [concurrency]`: one phase of the GPU benchmark,
+// small enough to run under `nsys profile` (bench/gpu.sh PROFILE=1 does): `single` decodes one stream
+// through the model API, `batch` runs the engine's random workload at one concurrency. Prints the
+// wall-clock figures and the engine's step statistics so that host time and GPU time can be set side
+// by side with the profiler's kernel table.
+import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
+import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
+import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
+import { loadModel, nativeLoadOptions, type LoadOptions } from '../src/sidecar/model/load.js';
+import { native } from '../src/sidecar/native.js';
+import { engineRun } from './engine/batching.js';
+import { tokens } from './engine/single-stream.js';
+import { randomWorkload } from './engine/workload.js';
+
+const phase = process.argv[2] ?? 'single';
+const concurrency = Number(process.argv[3] ?? 256);
+// FAST=1: bf16 activations and a bf16 KV cache (--dtype bfloat16 --kv-cache-dtype bfloat16).
+const fast: LoadOptions = process.env.FAST === '1' ? { precise: false, kvCacheDtype: 'bfloat16' } : {};
+const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: 4096, ...fast };
+
+async function single(dir: string): Promise<void> {
+  const { model } = await loadModel(dir, { ...cuda, kvBlocks: 4096, enforceEager: process.env.EAGER === '1' });
+  const blocks = Int32Array.from({ length: 64 }, (_, i) => i);
+  await model.generateGreedy({ tokens: tokens(16, 1), blockTable: blocks }, 64);
+  for (let r = 0; r < 3; r++) {
+    const g = await model.generateGreedy({ tokens: tokens(16, 10 + r), blockTable: blocks }, 257);
+    console.log(`single: ${(g.decodeMs / 256).toFixed(3)} ms/token (${((256 / g.decodeMs) * 1000).toFixed(0)} tok/s)`);
+  }
+  model.close();
+}
+
+async function batch(dir: string): Promise<void> {
+  const ck = await readCheckpoint(dir);
+  const { kvBlockBytes, ...lo } = nativeLoadOptions(ck, { ...cuda, gpuMemoryUtilization: 0.5 });
+  let sink: (o: StepOutput[]) => void = () => {};
+  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 }, (o) => sink(o));
+  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
+  await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
+  const work = randomWorkload(3 * concurrency);
+  const before = engine.stats();
+  const r = await engineRun(engine, setSink, work, concurrency, `c=${concurrency}`, kvBlockBytes, 100);
+  const after = engine.stats();
+  console.log(`batch c=${concurrency}: ${r.outputTokS.toFixed(0)} tok/s, ${r.seconds.toFixed(2)} s, ITL p50 ${r.itlMs.p50.toFixed(2)} ms, TTFT p50 ${r.ttftMs.p50.toFixed(1)} ms`);
+  console.log(`stats before ${JSON.stringify(before)}`);
+  console.log(`stats after  ${JSON.stringify(after)}`);
+  await engine.close();
+}
+
+async function main(): Promise<void> {
+  const { dir } = await ensureFormulaCheckpoint();
+  if (phase === 'single') await single(dir);
+  else await batch(dir);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
