@@ -17,6 +17,8 @@ echo "tests exit $?"; grep -E "\[cuda\]|×|FAIL|Error|expected" "$out/tests.log"
 [ "${TESTS_ONLY:-0}" = 1 ] && exit 0
 timeout 240 node --import tsx bench/gpu.ts "$out" > "$out/bench.log" 2>&1
 echo "bench exit $?"; cat "$out/bench.log" | tail -25
-[ "${SKIP_HF:-0}" != 1 ] && [ -f "$out/hf_input.json" ] && PYTHONUNBUFFERED=1 timeout 200 python3 bench/hf_generate.py "$out/hf_input.json" "$out/hf.json" 256 > "$out/hf.log" 2>&1
-echo "hf exit $?"; grep -v Warning "$out/hf.log" | tail -8
+if [ "${SKIP_HF:-0}" != 1 ] && [ -f "$out/hf_input.json" ]; then
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/hf_generate.py "$out/hf_input.json" "$out/hf.json" 256 > "$out/hf.log" 2>&1
+  echo "hf exit $?"; grep -v Warning "$out/hf.log" | tail -8
+fi
 rm -f "$out/hf_input.json"

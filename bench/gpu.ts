@@ -76,6 +76,10 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
     runs.push({ ...r, concurrency: c, ceilingTokS: c * stepCeiling });
     console.log(row(r, c * stepCeiling));
   }
+  // The same 256 streams sampled (temperature 0.8, top-p 0.95): drawn on the GPU, ids only cross PCIe.
+  const sampledWork = work.map((r, i) => ({ ...r, temperature: 0.8, topP: 0.95, seed: i }));
+  const sampled = await engineRun(engine, setSink, sampledWork, 256, 'random c=256 sampled (768 req)', kvBlockBytes, nextIds(768));
+  console.log(row(sampled, 256 * stepCeiling));
   await engine.close();
   return {
     info,
@@ -86,6 +90,7 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
       kv: { blocks: kvBlocks, bytes: kvBlocks * kvBlockBytes, dtype: lo.kvCacheDtype, gpuMemoryUtilization: 0.5 },
       article: { oneAtATime: art1, allAtOnce: art5, prompts: article.map((r) => r.prompt.length) },
       random: runs,
+      sampledC256: sampled,
       gpuBytesUsedAfterLoad,
     },
     work,

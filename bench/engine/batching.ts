@@ -79,8 +79,8 @@ export async function engineRun(
       const id = idBase + i;
       started.set(id, performance.now());
       const err = engine.submit({
-        id, prompt: r.prompt, maxTokens: r.maxTokens, n: 1, temperature: 0, topP: 1, topK: 0, minP: 0,
-        repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, seed: null,
+        id, prompt: r.prompt, maxTokens: r.maxTokens, n: 1, temperature: r.temperature ?? 0, topP: r.topP ?? 1, topK: 0, minP: 0,
+        repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, seed: r.seed ?? null,
         logitBiasIds: new Int32Array(0), logitBiasValues: new Float32Array(0), stopTokenIds: new Int32Array(0), logprobs,
       });
       if (err) reject(new Error(err));

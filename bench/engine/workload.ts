@@ -15,6 +15,10 @@ export const ARTICLE_PROMPTS = [
 export interface BenchRequest {
   prompt: Int32Array;
   maxTokens: number;
+  /** Sampling instead of greedy (default temperature 0). */
+  temperature?: number;
+  topP?: number;
+  seed?: number;
 }
 
 /** The article's prompts through ERNIE's chat template (test tokenizer), 256 new tokens each. */

@@ -240,6 +240,40 @@ gpu('CUDA backend through the batching engine', () => {
     expect(e.results.get(1)![0]!.logprobs.length).toBe(16);
   });
 
+  // Plain temperature sampling (no penalties, bias or logprobs) is drawn on the GPU from the
+  // sequence's own uniforms: only token ids cross PCIe.
+  it('sampling on the GPU: reproducible per seed, the right distribution, and degenerate filters equal greedy', async () => {
+    const e = await engine({ maxNumSeqs: 64 }, { kvBlocks: 512 });
+    const prompt = randomTokens(12, 21);
+    const sampled = { temperature: 0.7, topK: 20, topP: 0.95, minP: 0.01 };
+    await e.run([1, 2, 3].map((id) => ({ id, prompt, maxTokens: 24, ...sampled, seed: id === 3 ? 99 : 42 })));
+    expect(e.results.get(1)![0]!.tokens).toEqual(e.results.get(2)![0]!.tokens);
+    expect(e.results.get(1)![0]!.tokens).not.toEqual(e.results.get(3)![0]!.tokens);
+    // top_k 1, min_p 1 and a tiny top_p all leave only the maximum: the greedy tokens.
+    const filters = [{ topK: 1 }, { minP: 1 }, { topP: 1e-6 }];
+    await e.run([{ id: 10, prompt, maxTokens: 16 }, ...filters.map((f, i) => ({ id: 11 + i, prompt, maxTokens: 16, temperature: 1.3, seed: i, ...f }))]);
+    for (const id of [11, 12, 13]) expect(e.results.get(id)![0]!.tokens, `filter ${id - 11}`).toEqual(e.results.get(10)![0]!.tokens);
+    // 600 first tokens (one per seed) against the exact top-k softmax of the CPU backend's logits.
+    const reqs = Array.from({ length: 600 }, (_, i) => ({ id: 1000 + i, prompt, maxTokens: 1, temperature: 0.8, topK: 12, seed: i }));
+    await e.run(reqs);
+    const counts = new Map<number, number>();
+    for (const r of reqs) {
+      const t = e.results.get(r.id)![0]!.tokens[0]!;
+      counts.set(t, (counts.get(t) ?? 0) + 1);
+    }
+    const cpu = (await loadModel(TINY, { kvBlocks: 8, threads: 2 })).model;
+    const row = await cpu.forward([{ tokens: Int32Array.from(prompt), startPos: 0, blockTable: Int32Array.from([0]), logits: 1 }]);
+    cpu.close();
+    const top = Array.from(row.keys()).sort((a, b) => row[b]! - row[a]! || a - b).slice(0, 12);
+    const w = top.map((t) => Math.exp((row[t]! - row[top[0]!]!) / 0.8));
+    const z = w.reduce((a, b) => a + b, 0);
+    let tv = 0;
+    top.forEach((t, i) => (tv += Math.abs((counts.get(t) ?? 0) / reqs.length - w[i]! / z)));
+    for (const t of counts.keys()) expect(top, `token ${t} outside the top 12`).toContain(t);
+    console.log(`[cuda] GPU sampling: 600 draws vs the exact top-12 distribution, total variation ${(tv / 2).toFixed(3)}`);
+    expect(tv / 2).toBeLessThan(0.1);
+  });
+
   it('n > 1 forks copy blocks on the GPU and every choice finishes', async () => {
     const e = await engine();
     await e.run([{ id: 1, prompt: randomTokens(21, 9), maxTokens: 8, n: 3, temperature: 0.8, seed: 7 }]);

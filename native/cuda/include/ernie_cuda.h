@@ -73,11 +73,19 @@ int ee_cuda_device_count(char* err, int errlen);
 EeCudaModel* ee_cuda_create(const EeCudaModelDesc* desc, char* err, int errlen);
 void ee_cuda_destroy(EeCudaModel* m);
 int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out);
+/* Sampling on the GPU, per logits row: temperature <= 0 is greedy; top_k 0 = off; top_p 1 and min_p
+ * 0 = off; u is the row's uniform draw in [0, 1) (the caller's random stream). */
+typedef struct {
+  float temperature, top_p, min_p, u;
+  int top_k;
+} EeCudaSample;
+
 /* Runs one step. Exactly one of logits / argmax is non-null: logits receives rows * vocab floats
- * (the rows that asked, in slice order); argmax receives one token id per such row (first maximum,
- * computed on the GPU: only the ids cross PCIe). */
-int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax, char* err,
-                    int errlen);
+ * (the rows that asked, in slice order); argmax receives one token id per such row, computed on the
+ * GPU (only the ids cross PCIe): the first maximum, or, when sample is non-null (one entry per
+ * row), a token drawn with those parameters. */
+int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax,
+                    const EeCudaSample* sample, char* err, int errlen);
 /* Copies whole KV blocks (all layers, K and V): copy-on-write after a fork. */
 int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, int n, char* err, int errlen);
 /* Steps served by a CUDA graph and eagerly since load (profiling / tests). */

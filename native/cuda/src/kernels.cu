@@ -313,6 +313,140 @@ __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32
   if (r < R) out[r] = keys[r] == 0 ? 0 : int32_t(0xffffffffu - unsigned(keys[r] & 0xffffffffu));
 }
 
+// ---- sampling ----------------------------------------------------------------------------------
+// One block of kSampleThreads per row. The row's logits x (planes summed) become weights
+// w = exp(x / T - max) written over the hi plane; top-k, min-p and top-p are all "w >= threshold"
+// filters, so each is a threshold found by a bitwise search over the float bits of w (31 counting
+// or summing passes over the row, L2-resident); the draw walks the kept weights in id order until
+// their running sum passes u * total. Every reduction has a fixed order: deterministic per row.
+// NOTE: unlike the CPU sampler (exact ranks, ties broken by id, top-p walked in probability
+// order), ties at a threshold are all kept and the walk is in id order: the same distribution up
+// to ties, not the same token for a given u.
+constexpr int kSampleThreads = 1024;
+
+template <typename T>
+__device__ T block_sum_t(T v, T* red) {  // red: 33 entries; deterministic
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+  const int w = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) red[w] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T s = 0;
+    for (int i = 0; i < int(blockDim.x / 32); ++i) s += red[i];
+    red[32] = s;
+  }
+  __syncthreads();
+  const T r = red[32];
+  __syncthreads();
+  return r;
+}
+
+__global__ void __launch_bounds__(kSampleThreads) sample_kernel(float* y, int R, int V, int planes,
+                                                                const SampleParams* sp, int32_t* out) {
+  __shared__ double dred[33];
+  __shared__ float fred[33];
+  __shared__ unsigned long long kred[33];
+  __shared__ double chunk[kSampleThreads];
+  const int r = blockIdx.x, t = threadIdx.x;
+  const SampleParams p = sp[r];
+  float* w = y + size_t(r) * V;  // becomes the weights
+  if (p.temperature <= 0.0f) {   // greedy: first maximum
+    unsigned long long best = 0;
+    for (int v = t; v < V; v += kSampleThreads) {
+      const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes);
+      if (x == x) best = max(best, argmax_key(x, v));
+    }
+    for (int o = 16; o; o >>= 1) best = max(best, __shfl_xor_sync(kFull, best, o));
+    if (t % 32 == 0) kred[t / 32] = best;
+    __syncthreads();
+    if (t == 0) {
+      for (int i = 1; i < kSampleThreads / 32; ++i) best = max(best, kred[i]);
+      out[r] = best == 0 ? 0 : int32_t(0xffffffffu - unsigned(best & 0xffffffffu));
+    }
+    return;
+  }
+  const float inv_t = 1.0f / p.temperature;
+  float mx = -INFINITY;
+  for (int v = t; v < V; v += kSampleThreads) mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
+  for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, o));
+  if (t % 32 == 0) fred[t / 32] = mx;
+  __syncthreads();
+  if (t == 0) {
+    for (int i = 1; i < kSampleThreads / 32; ++i) mx = fmaxf(mx, fred[i]);
+    fred[32] = mx;
+  }
+  __syncthreads();
+  mx = fred[32];
+  __syncthreads();
+  for (int v = t; v < V; v += kSampleThreads) {
+    const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t;
+    // In place: w[v] overwrites only this thread's own hi-plane element, read just above.
+    w[v] = x == x ? expf(x - mx) : 0.0f;
+  }
+  __syncthreads();
+  auto count_ge = [&](float thr) {
+    double c = 0;
+    for (int v = t; v < V; v += kSampleThreads) c += w[v] >= thr ? 1.0 : 0.0;
+    return block_sum_t(c, dred);
+  };
+  auto sum_ge = [&](float thr) {
+    double c = 0;
+    for (int v = t; v < V; v += kSampleThreads) c += w[v] >= thr ? double(w[v]) : 0.0;
+    return block_sum_t(c, dred);
+  };
+  // Largest threshold (over w's float bits in [0, 1]) whose predicate still holds.
+  auto search = [&](auto&& holds) {
+    unsigned b = 0;
+    for (int bit = 29; bit >= 0; --bit) {
+      const unsigned cand = b | (1u << bit);
+      if (cand <= 0x3f800000u && holds(__uint_as_float(cand))) b = cand;
+    }
+    return __uint_as_float(b);
+  };
+  float thr = 0.0f;
+  if (p.top_k > 0 && p.top_k < V) thr = search([&](float x) { return count_ge(x) >= double(p.top_k); });
+  if (p.min_p > 0.0f) thr = fmaxf(thr, p.min_p);
+  double total = sum_ge(thr);
+  if (p.top_p < 1.0f) {
+    const double target = double(p.top_p) * total;
+    thr = fmaxf(thr, search([&](float x) { return sum_ge(fmaxf(x, thr)) >= target; }));
+    total = sum_ge(thr);
+  }
+  // The draw: chunk sums in id order, the crossing chunk walked by thread 0.
+  const int per = (V + kSampleThreads - 1) / kSampleThreads;
+  const int c0 = t * per, c1 = min(V, c0 + per);
+  double cs = 0;
+  for (int v = c0; v < c1; ++v) cs += w[v] >= thr ? double(w[v]) : 0.0;
+  chunk[t] = cs;
+  __syncthreads();
+  if (t == 0) {
+    const double u = double(p.u) * total;
+    double acc = 0;
+    int pick = -1, last = -1;
+    for (int c = 0; c < kSampleThreads && pick < 0; ++c) {
+      if (acc + chunk[c] > u) {
+        for (int v = c * per; v < min(V, (c + 1) * per); ++v)
+          if (w[v] >= thr && w[v] > 0.0f) {
+            acc += double(w[v]);
+            last = v;
+            if (acc > u) {
+              pick = v;
+              break;
+            }
+          }
+      } else {
+        acc += chunk[c];
+      }
+    }
+    if (pick < 0) {  // rounding left u past the end: the last kept weight
+      for (int v = V - 1; v >= 0 && last < 0; --v)
+        if (w[v] >= thr && w[v] > 0.0f) last = v;
+      pick = last < 0 ? 0 : last;
+    }
+    out[r] = pick;
+  }
+}
+
 // ---- small-M GEMM (weight streaming) ------------------------------------------------------------
 // Block: 256 threads = 8 warps = (8 / KS) column groups x KS warps that split K. A warp owns NC = 4
 // output columns: each lane streams 16 bytes (8 weights) of each column per step and multiplies
@@ -506,6 +640,10 @@ void logits_argmax(const float* y, int R, int V, int planes, unsigned long long*
   cudaMemsetAsync(keys, 0, sizeof(unsigned long long) * size_t(R), s);
   logits_argmax_kernel<<<dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s>>>(y, R, V, planes, keys);
   argmax_index_kernel<<<(R + 255) / 256, 256, 0, s>>>(keys, R, argmax);
+}
+
+void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s) {
+  sample_kernel<<<R, kSampleThreads, 0, s>>>(y, R, V, planes, params, out);
 }
 
 bool gemv(const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {

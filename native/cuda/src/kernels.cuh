@@ -70,6 +70,15 @@ void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStr
 // keys: [R] scratch (64-bit) for the parallel argmax.
 void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s);
 
+// Per logits row: temperature <= 0 is greedy; top_k 0 = off; u is the row's uniform draw in [0, 1)
+// (from the sequence's own random stream, on the host).
+struct SampleParams {
+  float temperature, top_p, min_p, u;
+  int top_k, pad0, pad1, pad2;
+};
+// y: lm_head output [planes*R, V] (overwritten); out[r] = the sampled token of row r.
+void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s);
+
 // out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 out, row-major) for small M: a weight-streaming
 // GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth). Deterministic.
 // Returns false (nothing launched) when the shape is not supported (M > 16 or K % 8 != 0).

@@ -139,10 +139,11 @@ struct EeCudaModel {
   bf16* act = nullptr;
   int32_t *meta = nullptr, *meta_h = nullptr, *argmax_d = nullptr, *argmax_h = nullptr, *pairs = nullptr;
   unsigned long long* argmax_keys = nullptr;
+  eec::SampleParams *sample_d = nullptr, *sample_h = nullptr;  // [cap_r] per-row sampling parameters
   float *logits_d = nullptr, *logits_h = nullptr;
   int cap_pairs = 0;
 
-  std::map<std::pair<int, int>, cudaGraphExec_t> graphs;  // (padded batch, argmax?) -> decode step
+  std::map<std::pair<int, int>, cudaGraphExec_t> graphs;  // (padded batch, output mode) -> decode step
   uint64_t graph_steps = 0, eager_steps = 0;
   Profiler prof;
   const char* shape = "";  // profile label suffix of the current step ("decode" / "mixed")
@@ -189,14 +190,15 @@ struct EeCudaModel {
 
   void free_buffers() {
     for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act,
-                    (void*)meta, (void*)argmax_d, (void*)argmax_keys, (void*)logits_d})
+                    (void*)meta, (void*)argmax_d, (void*)argmax_keys, (void*)sample_d, (void*)logits_d})
       if (p) cudaFree(p);
-    for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)logits_h})
+    for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)sample_h, (void*)logits_h})
       if (p) cudaFreeHost(p);
     x = y = q = part_acc = part_ml = ylog = logits_d = logits_h = nullptr;
     act = nullptr;
     meta = meta_h = argmax_d = argmax_h = nullptr;
     argmax_keys = nullptr;
+    sample_d = sample_h = nullptr;
   }
 
   // Grows the step buffers to at least these capacities (graphs captured on the old ones go).
@@ -228,6 +230,8 @@ struct EeCudaModel {
     meta_h = halloc<int32_t>(size_t(meta_ints()));
     argmax_d = dalloc<int32_t>(R);
     argmax_keys = dalloc<unsigned long long>(R);
+    sample_d = dalloc<eec::SampleParams>(R);
+    sample_h = halloc<eec::SampleParams>(R);
     argmax_h = halloc<int32_t>(R);
     if (cap_rl > 0) {
       logits_d = dalloc<float>(size_t(cap_rl) * V);
@@ -246,7 +250,9 @@ struct EeCudaModel {
   // The whole forward for T rows (metadata already on the device), R logit rows.
   // Attention: dec_tiles one-row tiles first (key partitions of part_keys, np of them), then
   // pre_tiles prefill tiles (one partition each).
-  void run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, bool argmax) {
+  // out: what the logit rows become (logits, argmax ids, or ids sampled with sample_d's parameters).
+  enum class Out { kLogits = 0, kArgmax = 1, kSample = 2 };
+  void run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, Out mode) {
     const eec::RowMeta m = cur;
     const int PT = planes * T, PR = planes * R;
     const float eps = d.rms_norm_eps;
@@ -289,7 +295,9 @@ struct EeCudaModel {
     if (R == 0) return;
     op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog); });
     op("logits", [&] {
-      if (argmax)
+      if (mode == Out::kSample)
+        eec::sample(ylog, R, V, planes, sample_d, argmax_d, st);
+      else if (mode == Out::kArgmax)
         eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
       else
         eec::logits_sum(ylog, R, V, planes, logits_d, st);
@@ -397,9 +405,12 @@ int bucket(int n) {
   return (n + 15) / 16 * 16;
 }
 
-void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out) {
+// sampling: per logit row, or null (argmax when argmax_out is given).
+void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out,
+             const EeCudaSample* sampling) {
   const auto t_host = std::chrono::steady_clock::now();
   const bool want_argmax = argmax_out != nullptr;
+  const auto mode = sampling ? EeCudaModel::Out::kSample : want_argmax ? EeCudaModel::Out::kArgmax : EeCudaModel::Out::kLogits;
   int T = 0, R = 0, BT = 0, max_ctx = 0;
   bool decode = n > 0;
   for (int i = 0; i < n; ++i) {
@@ -472,16 +483,30 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     tile_n[dec_tiles++] = 1;
   }
   m.cur = EeCudaModel::row_meta(m.meta, S, SR);
+  if (sampling) {  // padded graph rows sample greedily (their ids are never read)
+    for (int i = 0; i < SR; ++i) {
+      eec::SampleParams& p = m.sample_h[i];
+      p = eec::SampleParams{};
+      if (i < R) {
+        p.temperature = sampling[i].temperature;
+        p.top_p = sampling[i].top_p;
+        p.min_p = sampling[i].min_p;
+        p.u = sampling[i].u;
+        p.top_k = sampling[i].top_k;
+      }
+    }
+    CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
+  }
   CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(6 * S + SR + bt_at + 1), cudaMemcpyHostToDevice, m.st));
 
   if (graph) {
-    auto key = std::make_pair(B, want_argmax ? 1 : 0);
+    auto key = std::make_pair(B, int(mode));
     auto it = m.graphs.find(key);
     if (it == m.graphs.end()) {
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
       try {
-        m.run(B, B, dec_tiles, pre_tiles, part_keys, np, want_argmax);
+        m.run(B, B, dec_tiles, pre_tiles, part_keys, np, mode);
       } catch (...) {
         cudaStreamEndCapture(m.st, &g);
         throw;
@@ -497,7 +522,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     m.prof.end(m.st, "graph." + std::to_string(B));
     ++m.graph_steps;
   } else {
-    m.run(T, R, dec_tiles, pre_tiles, part_keys, np, want_argmax);
+    m.run(T, R, dec_tiles, pre_tiles, part_keys, np, mode);
     ++m.eager_steps;
   }
   if (R > 0) {
@@ -579,11 +604,12 @@ int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out) {
   return 0;
 }
 
-int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax, char* err,
-                    int errlen) {
+int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax,
+                    const EeCudaSample* sample, char* err, int errlen) {
   try {
     if ((logits == nullptr) == (argmax == nullptr)) throw std::runtime_error("exactly one of logits / argmax");
-    forward(*m, slices, n, logits, argmax);
+    if (sample && !argmax) throw std::runtime_error("sampling writes ids: pass argmax");
+    forward(*m, slices, n, logits, argmax, sample);
     return 0;
   } catch (const std::exception& e) {
     set_err(err, errlen, std::string("CUDA forward: ") + e.what());

@@ -209,7 +209,10 @@ void Engine::step(std::vector<StepOutput>& out) {
   std::vector<SeqSlice> slices;
   std::vector<int> row_of(so.seqs.size(), -1);
   int rows = 0;
-  bool greedy_only = runner_->has_device_argmax();
+  // Where the tokens are chosen: on the device when every sampled row is plain greedy (argmax) or
+  // also plain sampling (temperature / top-k / top-p / min-p, drawn with the sequence's own
+  // uniform); else the logits come to the host sampler.
+  bool greedy_only = runner_->has_device_argmax(), device_only = greedy_only;
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const Scheduled& sc = so.seqs[i];
     Sequence& s = *sc.seq;
@@ -217,13 +220,28 @@ void Engine::step(std::vector<StepOutput>& out) {
                       int(s.block_table.size()), sc.sample ? SeqSlice::kLast : SeqSlice::kNone});
     if (sc.sample) {
       row_of[i] = rows++;
-      greedy_only = greedy_only && plain_greedy(s);
+      const bool greedy = plain_greedy(s);
+      greedy_only = greedy_only && greedy;
+      device_only = device_only && (greedy || (runner_->has_device_sampling() && plain_sampling(s)));
     }
   }
   std::vector<float>& logits = logits_;  // reused: 64 rows of a 103k vocabulary are 26 MB per step
   std::vector<int32_t> argmax;
   Status st = runner_->copy_blocks(copies);
-  if (st.is_ok()) st = greedy_only ? runner_->forward_argmax(slices, argmax) : runner_->forward(slices, logits);
+  if (st.is_ok() && !greedy_only && device_only) {
+    std::vector<DeviceSampling> params(static_cast<size_t>(rows));
+    for (size_t i = 0; i < so.seqs.size(); ++i) {
+      if (row_of[i] < 0) continue;
+      Sequence& s = *so.seqs[i].seq;
+      if (plain_greedy(s)) continue;  // temperature 0: argmax on the device
+      const RequestSpec& r = *s.req;
+      // One uniform per sampled token, from the sequence's stream, as the host sampler draws it.
+      params[size_t(row_of[i])] = {r.temperature, r.top_p, r.min_p, float(s.rng.uniform()), r.top_k};
+    }
+    st = runner_->forward_sample(slices, params, argmax);
+  } else if (st.is_ok()) {
+    st = greedy_only ? runner_->forward_argmax(slices, argmax) : runner_->forward(slices, logits);
+  }
   if (!st.is_ok()) {  // a value, not a crash: the requests of this step fail
     for (const Scheduled& sc : so.seqs) {
       Request& r = requests_[sc.seq->req->id];
@@ -235,7 +253,7 @@ void Engine::step(std::vector<StepOutput>& out) {
   }
   std::vector<SampleOut> samples(so.seqs.size());
   const int V = runner_->config().vocab_size;
-  if (greedy_only) {
+  if (device_only) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
@@ -258,6 +276,12 @@ void Engine::step(std::vector<StepOutput>& out) {
   ++steps_;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   publish_stats(ms, so.num_tokens, int(so.seqs.size()));
+}
+
+bool Engine::plain_sampling(const Sequence& s) {
+  const RequestSpec& r = *s.req;
+  const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
+  return r.temperature > 0.0f && r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
 }
 
 bool Engine::plain_greedy(const Sequence& s) {

@@ -88,6 +88,8 @@ class Engine {
   // Whether this sequence's next token is a plain argmax of the raw logits (greedy, no bias, no
   // penalties, no logprobs, no fork pending): then a runner with a device argmax need not return logits.
   static bool plain_greedy(const Sequence& s);
+  // Temperature sampling with no bias, penalties, logprobs or pending fork: the device can draw it.
+  static bool plain_sampling(const Sequence& s);
 
   std::unique_ptr<IModelRunner> runner_;
   ThreadPool* pool_;

@@ -8,6 +8,11 @@ Status IModelRunner::forward_argmax(const std::vector<SeqSlice>&, std::vector<in
   return Status::error("this backend has no device argmax");
 }
 
+Status IModelRunner::forward_sample(const std::vector<SeqSlice>&, const std::vector<DeviceSampling>&,
+                                    std::vector<int32_t>&) {
+  return Status::error("this backend has no device sampling");
+}
+
 Status validate_batch(const ModelConfig& cfg, int num_blocks, int block_size, const std::vector<SeqSlice>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     const SeqSlice& s = batch[i];

@@ -22,6 +22,13 @@ struct SeqSlice {
   enum Logits { kNone = 0, kLast = 1, kAll = 2 } logits;
 };
 
+// Sampling where the logits are, per logits row: temperature <= 0 is greedy; top_k 0, top_p 1 and
+// min_p 0 are off; u is the row's uniform draw in [0, 1) from the sequence's own random stream.
+struct DeviceSampling {
+  float temperature = 0, top_p = 1, min_p = 0, u = 0;
+  int top_k = 0;
+};
+
 class IModelRunner {
  public:
   virtual ~IModelRunner() = default;
@@ -32,6 +39,10 @@ class IModelRunner {
   // logits are (only the ids cross to the host). Only when has_device_argmax().
   virtual bool has_device_argmax() const { return false; }
   virtual Status forward_argmax(const std::vector<SeqSlice>& batch, std::vector<int32_t>& tokens);
+  // Sampled ids, one per logits row (params in the same order). Only when has_device_sampling().
+  virtual bool has_device_sampling() const { return false; }
+  virtual Status forward_sample(const std::vector<SeqSlice>& batch, const std::vector<DeviceSampling>& params,
+                                std::vector<int32_t>& tokens);
   // Copies whole KV blocks (all layers, K and V): copy-on-write after a fork.
   virtual Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) = 0;
 
