@@ -2,23 +2,34 @@
 // bench/results/engine.json.
 //   1. single stream: decode and prefill against the memory-bound ceiling measured in the same run;
 //   2. the article's 5 prompts (256 new tokens): naive one-at-a-time baseline vs the engine;
-//   3. a random workload (prompts 32-512, 64-256 new tokens) at concurrency 1..128 vs the baseline.
-// `--quick` runs fewer requests per level.
+//   3. a random workload (prompts 32-512, 64-256 new tokens) at concurrency 1..128 vs the baseline;
+//   4. llama.cpp side by side (./engine/llama-side.ts; skipped, with a line saying how to install it,
+//      when the bench package is not installed), also into bench/results/llama.json.
+// `--quick` runs fewer requests per level (and caps new tokens at 64 in the side-by-side);
+// `--llama-only` runs only the side-by-side (ours and llama.cpp) and writes only llama.json;
+// `--dtype bfloat16` runs ours with bf16 activations (results in engine-bf16.json / llama-bf16.json).
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
+import type { NativeEngine, StepOutput } from '../src/sidecar/engine/native-engine.js';
 import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
 import { loadModel, nativeLoadOptions } from '../src/sidecar/model/load.js';
 import { native } from '../src/sidecar/native.js';
 import { engineRun, naive, type RunResult } from './engine/batching.js';
-import { singleStream } from './engine/single-stream.js';
+import { compare, oursLevels, runLlamaSide, type OursSide } from './engine/llama-side.js';
+import { singleStream, type SingleStreamResult } from './engine/single-stream.js';
 import { articleWorkload, randomWorkload } from './engine/workload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
+const llamaOnly = process.argv.includes('--llama-only');
+// --dtype bfloat16: our engine with plain bf16 activations (llama.cpp's and vLLM's precision) instead
+// of the default fp32-grade two-plane GEMM inputs; results go to *-bf16.json.
+const dtypeArg = process.argv[process.argv.indexOf('--dtype') + 1];
+const precise = !(process.argv.includes('--dtype') && dtypeArg === 'bfloat16');
+const suffix = precise ? '' : '-bf16';
 const f1 = (x: number) => x.toFixed(1);
 const f0 = (x: number) => x.toFixed(0);
 
@@ -29,40 +40,26 @@ function row(r: RunResult, base?: RunResult): string {
   return `  ${r.label.padEnd(22)} ${f1(r.outputTokS).padStart(7)} tok/s${ratio.padEnd(7)} TTFT p50/p99 ${f0(r.ttftMs.p50)}/${f0(r.ttftMs.p99)} ms  ITL p50/p99 ${f1(r.itlMs.p50)}/${f1(r.itlMs.p99)} ms${kv}${pre}`;
 }
 
-async function main(): Promise<void> {
-  const { dir } = await ensureFormulaCheckpoint(undefined, {
-    onProgress: (d, t) => process.stderr.write(`\rgenerating formula weights ${((100 * d) / t).toFixed(0)}%`),
-  });
-  process.stderr.write('\n');
-  const cpu = native().cpuInfo();
+type EngineHandle = { engine: NativeEngine; setSink: (f: (o: StepOutput[]) => void) => void; kvBlockBytes: number; nextIds: (n: number) => number };
 
-  // 1. single stream
-  const { model } = await loadModel(dir, { kvBlocks: 256, blockSize: 16 });
-  const info = model.info();
-  console.log(`engine: ${info.isa}, ${info.threads} threads, weights ${(info.weightBytes / 1e6).toFixed(0)} MB (bf16)`);
-  const single = await singleStream(model, { decodeTokens: 128, prefillTokens: 512, runs: 3 });
-  model.close();
-  console.log('\nsingle stream (0.3B shape, formula weights)');
-  console.log(`  read bandwidth        ${f1(single.readBandwidthGBs)} GB/s (engine thread pool, same run)`);
-  console.log(`  memory-bound ceiling  ${f1(single.ceilingTokS)} tok/s (${(single.weightBytesPerToken / 1e6).toFixed(0)} MB per token)`);
-  console.log(`  decode                ${f1(single.decodeTokS)} tok/s = ${(100 * single.decodeFractionOfCeiling).toFixed(0)}% of ceiling (${single.decodeMsPerToken.toFixed(1)} ms/token)`);
-  console.log(`  prefill (512 tokens)  ${f1(single.prefillTokS)} tok/s`);
-
-  // 2-3. naive baseline (one contiguous 1024-token KV buffer) vs the engine
-  const { model: flat } = await loadModel(dir, { kvBlocks: 1, blockSize: 1024 });
-  const ck = await readCheckpoint(dir);
-  const lo = nativeLoadOptions(ck, { kvCacheMemory: 4 * 2 ** 30 });
+async function openEngine(dir: string): Promise<EngineHandle> {
+  const lo = nativeLoadOptions(await readCheckpoint(dir), { kvCacheMemory: 4 * 2 ** 30, precise });
   let sink: (o: StepOutput[]) => void = () => {};
   const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096 }, (o) => sink(o));
-  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
   let idBase = 1;
-  const nextIds = (n: number) => ((idBase += n), idBase - n);
+  return { engine, setSink: (f) => (sink = f), kvBlockBytes: lo.kvBlockBytes, nextIds: (n) => ((idBase += n), idBase - n) };
+}
+
+/** 2-3. naive baseline (one contiguous 1024-token KV buffer) vs the engine: the article and the random workload. */
+async function engineSections(dir: string, single: SingleStreamResult) {
+  const { model: flat } = await loadModel(dir, { kvBlocks: 1, blockSize: 1024, precise });
+  const { engine, setSink, kvBlockBytes, nextIds } = await openEngine(dir);
 
   const article = await articleWorkload(256);
   console.log(`\nthe article's 5 prompts, 256 new tokens each (prompts ${article.map((r) => r.prompt.length).join('/')} tokens)`);
   const artNaive = await naive(flat, article, 'naive, one at a time');
   console.log(row(artNaive));
-  const artEngine = await engineRun(engine, setSink, article, 5, 'engine, all 5 at once', lo.kvBlockBytes, nextIds(5));
+  const artEngine = await engineRun(engine, setSink, article, 5, 'engine, all 5 at once', kvBlockBytes, nextIds(5));
   console.log(row(artEngine, artNaive));
 
   const levels = [1, 8, 32, 64, 128];
@@ -79,26 +76,77 @@ async function main(): Promise<void> {
   const runs: RunResult[] = [];
   for (const c of levels) {
     const n = Math.min(work.length, Math.max(quick ? 4 : 8, (quick ? 1 : 2) * c));
-    const r = await engineRun(engine, setSink, work.slice(0, n), c, `engine c=${c} (${n} req)`, lo.kvBlockBytes, nextIds(n));
+    const r = await engineRun(engine, setSink, work.slice(0, n), c, `engine c=${c} (${n} req)`, kvBlockBytes, nextIds(n));
     runs.push(r);
     console.log(row(r, rndNaive));
   }
   await engine.close();
   flat.close();
+  return {
+    article: { naive: artNaive, engine: artEngine, speedup: artEngine.outputTokS / artNaive.outputTokS },
+    random: { avgPromptTokens: avgIn, avgOutputTokens: avgOut, computeLimitTokS: computeLimit, naive: rndNaive, engine: runs },
+  };
+}
 
+/** 4. llama.cpp side by side: ours on a fresh engine (nothing else loaded), then llama.cpp in its own process. */
+async function sideBySide(dir: string, single: SingleStreamResult, threads: number) {
+  const { engine, setSink, kvBlockBytes, nextIds } = await openEngine(dir);
+  const article = await engineRun(engine, setSink, await articleWorkload(256), 5, 'engine, all 5 at once', kvBlockBytes, nextIds(5));
+  const ours: OursSide = { decodeTokS: single.decodeTokS, prefillTokS: single.prefillTokS, article, levels: await oursLevels(engine, setSink, kvBlockBytes, nextIds, quick) };
+  await engine.close();
+  const llama = await runLlamaSide(threads, quick);
+  if (!llama) return null;
+  const rows = compare(ours, llama);
+  const out = { date: new Date().toISOString(), quick, oursActivations: precise ? 'float32' : 'bfloat16', ours, llama, comparison: rows };
+  await writeFile(path.join(here, 'results', `llama${suffix}.json`), JSON.stringify(out, null, 2) + '\n');
+  console.log(`wrote bench/results/llama${suffix}.json`);
+  // The summary engine.json carries; the full figures are in llama.json.
+  return {
+    results: `llama${suffix}.json`, nodeLlamaCpp: llama.nodeLlamaCpp, threads: llama.threads,
+    greedy: { freeRunMatch: llama.greedy.freeRunMatch, teacherForcedMatch: llama.greedy.teacherForcedMatch, steps: llama.greedy.steps },
+    comparison: rows.map(({ what, ours: o, llama: l, ratio }) => ({ what, ours: o, llama: l, ratio })),
+  };
+}
+
+async function main(): Promise<void> {
+  const { dir } = await ensureFormulaCheckpoint(undefined, {
+    onProgress: (d, t) => process.stderr.write(`\rgenerating formula weights ${((100 * d) / t).toFixed(0)}%`),
+  });
+  process.stderr.write('\n');
+  const cpu = native().cpuInfo();
+  await mkdir(path.join(here, 'results'), { recursive: true });
+
+  // 1. single stream
+  const { model } = await loadModel(dir, { kvBlocks: 256, blockSize: 16, precise });
+  const info = model.info();
+  console.log(`engine: ${info.isa}, ${info.threads} threads, weights ${(info.weightBytes / 1e6).toFixed(0)} MB (bf16), activations ${precise ? 'fp32-grade (two bf16 planes)' : 'bf16'}`);
+  const single = await singleStream(model, { decodeTokens: 128, prefillTokens: 512, runs: 3 });
+  model.close();
+  console.log('\nsingle stream (0.3B shape, formula weights)');
+  console.log(`  read bandwidth        ${f1(single.readBandwidthGBs)} GB/s (engine thread pool, same run)`);
+  console.log(`  memory-bound ceiling  ${f1(single.ceilingTokS)} tok/s (${(single.weightBytesPerToken / 1e6).toFixed(0)} MB per token)`);
+  console.log(`  decode                ${f1(single.decodeTokS)} tok/s = ${(100 * single.decodeFractionOfCeiling).toFixed(0)}% of ceiling (${single.decodeMsPerToken.toFixed(1)} ms/token)`);
+  console.log(`  prefill (512 tokens)  ${f1(single.prefillTokS)} tok/s`);
+
+  if (llamaOnly) {
+    await sideBySide(dir, single, info.threads);
+    return;
+  }
+  const sections = await engineSections(dir, single);
+  const llamaCpp = await sideBySide(dir, single, info.threads);
   const out = {
     date: new Date().toISOString(),
     machine: { cpus: os.cpus()[0]?.model, cores: cpu.cores, isa: info.isa, threads: info.threads },
+    activations: precise ? 'float32' : 'bfloat16',
     singleStream: single,
-    article: { naive: artNaive, engine: artEngine, speedup: artEngine.outputTokS / artNaive.outputTokS },
-    random: { avgPromptTokens: avgIn, avgOutputTokens: avgOut, computeLimitTokS: computeLimit, naive: rndNaive, engine: runs },
+    ...sections,
     peakRssBytes: process.resourceUsage().maxRSS * 1024,
     targets: { decodeFractionOfCeiling: 0.85, prefillTokS: 500, tokS64: 1000, speedupVsNaive: 30, ttftP50At32Ms: 1000 },
     llamaCppFromIssue: { decodeTokS: 20, prefillTokS: 190, batched8TokS: 28, batched32TokS: 31 },
+    ...(llamaCpp ? { llamaCpp } : {}),
   };
-  await mkdir(path.join(here, 'results'), { recursive: true });
-  await writeFile(path.join(here, 'results', 'engine.json'), JSON.stringify(out, null, 2) + '\n');
-  console.log(`\npeak RSS ${f0(out.peakRssBytes / 2 ** 20)} MiB; wrote bench/results/engine.json`);
+  await writeFile(path.join(here, 'results', `engine${suffix}.json`), JSON.stringify(out, null, 2) + '\n');
+  console.log(`\npeak RSS ${f0(out.peakRssBytes / 2 ** 20)} MiB; wrote bench/results/engine${suffix}.json`);
 }
 
 main().catch((e) => {

@@ -19,6 +19,7 @@ export interface RunResult {
   itlMs: LatencyStats;
   peakKvBytes?: number;
   preemptions?: number;
+  peakRssBytes?: number; // the whole process's resident set, sampled at every step of the run
 }
 
 function pct(xs: number[], p: number): number {
@@ -66,6 +67,7 @@ export async function engineRun(
   let done = 0;
   let out = 0;
   let peakBlocks = 0;
+  let peakRss = process.memoryUsage.rss();
   const pre0 = engine.stats().preemptions;
   const t0 = performance.now();
   const total = engine.stats().kvBlocksTotal;
@@ -89,6 +91,7 @@ export async function engineRun(
       const now = performance.now();
       const st = engine.stats();
       peakBlocks = Math.max(peakBlocks, total - st.kvBlocksFree);
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
       for (const o of outs) {
         if (o.tokens.length) {
           out += o.tokens.length;
@@ -110,6 +113,6 @@ export async function engineRun(
   return {
     label, requests: reqs.length, outputTokens: out, seconds, outputTokS: out / seconds,
     ttftMs: lat(ttft), itlMs: lat(itl), peakKvBytes: peakBlocks * kvBlockBytes,
-    preemptions: engine.stats().preemptions - pre0,
+    preemptions: engine.stats().preemptions - pre0, peakRssBytes: peakRss,
   };
 }

@@ -40,3 +40,13 @@ export function randomWorkload(n: number, seed = 1): BenchRequest[] {
   };
   return Array.from({ length: n }, (_, i) => ({ prompt: tokens(rnd(32, 512), seed * 1000 + i), maxTokens: rnd(64, 256) }));
 }
+
+/**
+ * The llama.cpp side-by-side: one wave of the random workload's first `c` requests at concurrency c
+ * (the same requests on both sides). `quick` caps new tokens at 64.
+ */
+export function sideBySideWorkload(c: number, quick: boolean): BenchRequest[] {
+  return randomWorkload(256)
+    .slice(0, c)
+    .map((r) => (quick ? { ...r, maxTokens: Math.min(r.maxTokens, 64) } : r));
+}
