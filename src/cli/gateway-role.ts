@@ -3,16 +3,19 @@
 
 import { onTermination, serveNode, type NodeGateway } from '../../adapters/node.js';
 import { createApp } from '../gateway/app.js';
+import { warmUpGateway } from '../gateway/warm-up.js';
 import type { EngineClient } from '../protocol/engine-client.js';
 import { createTcpEngineClient, createUnixEngineClient } from '../protocol/node-socket.js';
+import type { Tracer } from '../protocol/trace.js';
 import type { Config, EngineAddress } from './config.js';
 import type { CliLogger } from './logger.js';
+import { tracerFromEnv } from './trace-file.js';
 
-export function connectEngine(addr: EngineAddress, secret: string | undefined): EngineClient {
-  return addr.kind === 'unix' ? createUnixEngineClient(addr.path) : createTcpEngineClient(addr.host, addr.port, secret ?? '');
+export function connectEngine(addr: EngineAddress, secret: string | undefined, tracer?: Tracer): EngineClient {
+  return addr.kind === 'unix' ? createUnixEngineClient(addr.path, { tracer }) : createTcpEngineClient(addr.host, addr.port, secret ?? '', { tracer });
 }
 
-export async function startGateway(cfg: Config, engine: EngineClient, logger: CliLogger): Promise<NodeGateway> {
+export async function startGateway(cfg: Config, engine: EngineClient, logger: CliLogger, tracer?: Tracer): Promise<NodeGateway> {
   const g = cfg.gateway;
   const handle = createApp({
     engine,
@@ -20,11 +23,13 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     allowedOrigins: g.allowedOrigins,
     servedModelName: g.servedModelName,
     logger,
+    tracer,
   });
+  const warmUpRequests = await warmUpGateway(handle); // before listening: no request meets the cold code
   const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs, drainDelayMs: g.drainDelayMs });
   const a = gw.address;
   const url = 'path' in a ? `unix:${a.path}` : `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
-  logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off' }, 'gateway listening');
+  logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off', warmUpRequests }, 'gateway listening');
   return gw;
 }
 
@@ -42,10 +47,11 @@ export async function shutdownGateway(gw: NodeGateway, logger: CliLogger, signal
   else logger.warn({}, 'drain timeout: remaining connections were cut');
 }
 
-export async function runGatewayRole(cfg: Config, logger: CliLogger): Promise<number> {
+export async function runGatewayRole(cfg: Config, env: NodeJS.ProcessEnv, logger: CliLogger): Promise<number> {
   const signal = nextSignal();
-  const engine = connectEngine(cfg.engines[0]!, cfg.engineSecret);
-  const gw = await startGateway(cfg, engine, logger);
+  const tracer = tracerFromEnv(env);
+  const engine = connectEngine(cfg.engines[0]!, cfg.engineSecret, tracer);
+  const gw = await startGateway(cfg, engine, logger, tracer);
   await shutdownGateway(gw, logger, await signal);
   return 0;
 }

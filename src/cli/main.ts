@@ -45,7 +45,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   for (const note of cfg.notes) logger.info({}, note);
   try {
     if (cfg.role === 'sidecar') return await runSidecarRole(cfg, env, logger);
-    if (cfg.role === 'gateway') return await runGatewayRole(cfg, logger);
+    if (cfg.role === 'gateway') return await runGatewayRole(cfg, env, logger);
     return await runServe(cfg, args, env, logger, BIN);
   } catch (err) {
     // Expected failures (a model that is not there) read as one clear line, not a stack.

@@ -13,6 +13,7 @@ import { forwardFlags, type ParsedArgs } from './args.js';
 import type { Config } from './config.js';
 import { connectEngine, nextSignal, shutdownGateway, startGateway } from './gateway-role.js';
 import type { CliLogger } from './logger.js';
+import { tracerFromEnv } from './trace-file.js';
 
 export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<number> {
   // Fail fast on a --model that cannot resolve, before any process or socket exists.
@@ -27,8 +28,9 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
     env: { ...env, ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
     logger,
   });
-  const engine = connectEngine({ kind: 'unix', path: sock }, undefined);
-  const gw = await startGateway(cfg, engine, logger); // /health answers now; /ready is 503 until loaded
+  const tracer = tracerFromEnv(env); // the sidecar child traces too: it inherits the variable
+  const engine = connectEngine({ kind: 'unix', path: sock }, undefined, tracer);
+  const gw = await startGateway(cfg, engine, logger, tracer); // /health answers now; /ready is 503 until loaded
   const started = supervisor.start();
   const first = await Promise.race([
     started.then(() => 'ready' as const, (err: unknown) => err as Error),

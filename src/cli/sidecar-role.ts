@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import { nextSignal } from './gateway-role.js';
 import type { CliLogger } from './logger.js';
 import { progressBar } from './progress-bar.js';
+import { tracerFromEnv } from './trace-file.js';
 
 export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger: CliLogger): Promise<number> {
   const stop = new Promise<string>((resolve) => {
@@ -26,7 +27,7 @@ export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger
   if (factory.kind === 'fake') logger.warn({}, 'ERNIE_EDGE_FAKE_ENGINE=1: using the fake engine (tests only)');
   const sidecar = await startSidecar(
     { ...cfg.sidecar, listen: cfg.engines, secret: cfg.engineSecret },
-    { logger, factory, onProgress: (label, done, total) => bar.update(label, done, total) },
+    { logger, factory, onProgress: (label, done, total) => bar.update(label, done, total), tracer: tracerFromEnv(env) },
   );
   try {
     await sidecar.loaded;

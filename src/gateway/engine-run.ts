@@ -64,6 +64,7 @@ export async function startRuns(engine: EngineClient, reqs: SubmitRequest[], htt
 }
 
 async function* merge(runs: EngineRun[], cancel: () => void, markDone: (run: number) => void): AsyncGenerator<{ run: number; event: EngineEvent }> {
+  if (runs.length === 1) return yield* single(runs[0]!, cancel, markDone);
   type Pending = Promise<{ run: number; result: IteratorResult<EngineEvent> }>;
   const pull = (run: number): Pending => runs[run]!.events.next().then((result) => ({ run, result }));
   const pending = new Map<number, Pending>(runs.map((_, i) => [i, pull(i)]));
@@ -85,6 +86,21 @@ async function* merge(runs: EngineRun[], cancel: () => void, markDone: (run: num
     // Normal end: nothing left to abort. Early end (consumer stopped, error): abort the rest.
     cancel();
     for (const p of pending.values()) void p.catch(() => undefined);
+  }
+}
+
+/** merge() of one run (most requests): its events as they come, without the race bookkeeping. */
+async function* single(run: EngineRun, cancel: () => void, markDone: (run: number) => void): AsyncGenerator<{ run: number; event: EngineEvent }> {
+  try {
+    for (;;) {
+      const result = await run.events.next();
+      if (result.done) return;
+      if (result.value.type === 'done') markDone(0);
+      yield { run: 0, event: result.value };
+      if (result.value.type === 'done') return;
+    }
+  } finally {
+    cancel();
   }
 }
 

@@ -1,6 +1,10 @@
 // Per-request bookkeeping for the log line and the metrics: created by the outermost middleware,
 // filled by handlers (tokens, TTFT, finish reasons), ended exactly once — when the response is
 // returned, or for streams when the SSE body finishes or is cancelled.
+// With a Tracer (bench only) it also carries the gateway's stage marks: those taken before the engine
+// request id exists are held and handed over by traceAs(id).
+
+import type { TraceStage, Tracer } from '../protocol/trace.js';
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -41,14 +45,38 @@ export class RequestRecord {
   private lastTokenAt: number | null = null;
   private ended = false;
   private readonly startedAt: number;
+  private traceId: string | null = null;
+  private readonly pendingMarks: [TraceStage, number][] = [];
 
   constructor(
     readonly id: string,
     readonly method: string,
     private readonly now: () => number,
     private readonly onEnd: (r: FinishedRequest) => void,
+    private readonly tracer?: Tracer,
   ) {
     this.startedAt = now();
+    this.mark('gw.recv');
+  }
+
+  /** Marks a stage of this request (no-op without a tracer). */
+  mark(stage: TraceStage): void {
+    if (!this.tracer) return;
+    if (this.traceId !== null) this.tracer.mark(this.traceId, stage);
+    else this.pendingMarks.push([stage, this.tracer.now()]);
+  }
+
+  /** Names the request for tracing (the engine request id) and hands over the marks taken so far. */
+  traceAs(id: string): void {
+    if (!this.tracer || this.traceId !== null) return;
+    this.traceId = id;
+    for (const [stage, at] of this.pendingMarks) this.tracer.mark(id, stage, at);
+    this.pendingMarks.length = 0;
+  }
+
+  /** A chunk of this request's stream went to the HTTP response (marks the first one after a token). */
+  sent(): void {
+    if (this.ttft !== null) this.mark('gw.sse');
   }
 
   /** Call for every engine step that produced `count` tokens (any choice). */

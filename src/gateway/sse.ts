@@ -12,11 +12,15 @@ export const SSE_HEADERS: Record<string, string> = {
   'x-accel-buffering': 'no',
 };
 
-/** `chunks` yields JSON-serialisable payloads and must not throw (errors become payloads upstream). */
+/**
+ * `chunks` yields JSON-serialisable payloads and must not throw (errors become payloads upstream).
+ * `onChunk` runs after each chunk is handed to the response (the request record's trace mark).
+ */
 export function sseResponse(
   chunks: AsyncGenerator<unknown, void, undefined>,
   onCancel: () => void,
   headers: Record<string, string> = {},
+  onChunk?: () => void,
 ): Response {
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -28,6 +32,7 @@ export function sseResponse(
           return;
         }
         controller.enqueue(encoder.encode(`data: ${JSON.stringify(value)}\n\n`));
+        onChunk?.();
       } catch (err) {
         // Only a bug gets here (chunk generators turn failures into error payloads); end the stream.
         onCancel();

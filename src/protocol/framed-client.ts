@@ -19,6 +19,7 @@ import { ClientConnection, HandshakeRefusedError, type CallType } from './client
 import { EventQueue } from './event-queue.js';
 import type { WireEvent } from './messages.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './framing.js';
+import type { Tracer } from './trace.js';
 import type { Connector } from './transport.js';
 
 export interface RetryPolicy {
@@ -37,6 +38,8 @@ export interface FramedEngineClientOptions {
   retry?: Partial<RetryPolicy>;
   /** Injectable for tests; default setTimeout. */
   sleep?: (ms: number) => Promise<void>;
+  /** Stage marks of streams (gw.submit, gw.accepted, gw.delta); default none. */
+  tracer?: Tracer;
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -71,10 +74,14 @@ export class FramedEngineClient implements EngineClient {
       conn.call('ABORT', { id: req.id }).catch(() => undefined);
     };
     signal?.addEventListener('abort', sendAbort, { once: true });
+    const tracer = this.opts.tracer;
     try {
-      await conn.send('SUBMIT', { req });
+      const sent = conn.send('SUBMIT', { req }); // the frame is written synchronously, before any await
+      tracer?.mark(req.id, 'gw.submit');
+      await sent;
       for (;;) {
         const ev = await queue.next();
+        if (tracer && (ev.type === 'accepted' || ev.type === 'delta')) tracer.mark(req.id, ev.type === 'accepted' ? 'gw.accepted' : 'gw.delta');
         if (ev.type === 'error') {
           finished = true;
           throw new EngineError(ev.code, ev.message, ev.param);

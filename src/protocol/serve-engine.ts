@@ -22,6 +22,7 @@ import {
   type MsgTypeName,
   type WireError,
 } from './messages.js';
+import type { Tracer } from './trace.js';
 import type { ByteTransport } from './transport.js';
 
 export type EngineBackend = Omit<EngineClient, 'close'>;
@@ -32,6 +33,8 @@ export interface ServeEngineOptions {
   maxFrameBytes?: number;
   /** Reports protocol violations and backend failures; default: silent. */
   onError?: (err: unknown) => void;
+  /** Stage marks of streams (sc.recv, sc.decoded, sc.accepted, sc.delta); default none. */
+  tracer?: Tracer;
 }
 
 export interface ServedConnection {
@@ -64,9 +67,18 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     tasks.add(t);
   };
 
+  const tracer = opts.tracer;
   transport.onData((chunk) => {
+    const at = tracer?.now();
     try {
-      for (const frame of decoder.push(chunk)) handle(decodeMessage(frame));
+      for (const frame of decoder.push(chunk)) {
+        const msg = decodeMessage(frame);
+        if (tracer && msg.type === 'SUBMIT') {
+          tracer.mark(msg.body.req.id, 'sc.recv', at);
+          tracer.mark(msg.body.req.id, 'sc.decoded');
+        }
+        handle(msg);
+      }
     } catch (err) {
       report(err);
       transport.close();
@@ -145,7 +157,9 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     active.set(req.id, ctl);
     try {
       for await (const event of backend.stream(req, ctl.signal)) {
-        await send('EVENT', { id: req.id, event });
+        const sent = send('EVENT', { id: req.id, event }); // written synchronously, before any await
+        if (tracer && (event.type === 'accepted' || event.type === 'delta')) tracer.mark(req.id, event.type === 'accepted' ? 'sc.accepted' : 'sc.delta');
+        await sent;
       }
     } catch (err) {
       await send('EVENT', { id: req.id, event: { type: 'error', ...toWireError(err) } });

@@ -1,10 +1,11 @@
 // The sidecar process's body: listen first (so the gateway sees NOT_READY rather than nothing), then
-// resolve and load the model, tokenizer and engine, then serve the EngineHost. Start-up lines say what
+// resolve and load the model, tokenizer and engine, run one warm-up request, then serve the EngineHost. Start-up lines say what
 // was loaded, like vLLM's. The CLI (src/cli/sidecar-role.ts) owns signals and exit codes.
 
 import os from 'node:os';
-import type { ModelInfo } from '../protocol/engine-client.js';
+import { EngineError, type ModelInfo } from '../protocol/engine-client.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
+import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
 import { resolveModelDir } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
@@ -12,6 +13,7 @@ import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
 import { LoadingBackend } from './server/loading-backend.js';
+import { warmUp } from './server/warm-up.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
 import type { EngineOptions } from './engine/native-engine.js';
 
@@ -52,6 +54,8 @@ export interface SidecarDeps {
   factory: EngineFactory;
   /** Progress of weight generation (bytes done, total); the CLI draws a bar. */
   onProgress?: (label: string, done: number, total: number) => void;
+  /** Stage marks of requests (bench:serve's latency breakdown); default none. */
+  tracer?: Tracer;
 }
 
 export interface RunningSidecar {
@@ -69,12 +73,13 @@ export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Pro
   const backend = new LoadingBackend();
   const servers: EngineSocketServer[] = [];
   const onError = (err: unknown) => logger.warn({ err: String(err) }, 'engine connection error');
+  const { tracer } = deps;
   try {
     for (const a of opts.listen) {
       servers.push(
         a.kind === 'unix'
-          ? await listenUnix(a.path, backend, { onError })
-          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError }),
+          ? await listenUnix(a.path, backend, { onError, tracer })
+          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError, tracer }),
       );
     }
   } catch (err) {
@@ -163,7 +168,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   backend.setStatus('loading weights');
   const engineOptions: EngineOptions = { ...opts.engine, maxModelLen };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs }, (onStep) =>
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer }, (onStep) =>
     factory.create(plan, { ...load, kvBlocks: plan.kvBlocks }, engineOptions, bundle, onStep),
   );
   const kvTokens = plan.kvBlocks * plan.blockSize;
@@ -196,6 +201,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   if (kvTokens < maxModelLen) {
     logger.warn({ kvCacheTokens: kvTokens, maxModelLen }, 'the KV cache holds fewer tokens than --max-model-len: the longest requests can never run; raise --kv-cache-memory or lower --max-model-len');
   }
+  await warmUpOrClose(host, backend, logger);
   logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');
   if (placeholder) {
     logger.warn(
@@ -205,4 +211,27 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     );
   }
   return host;
+}
+
+/**
+ * One request through the sidecar before it reports ready (./server/warm-up.ts), so the first user
+ * request does not pay the cold start. A request this model cannot take (a tiny --max-model-len) skips
+ * it with a warning; any other failure fails the load (and stops the engine).
+ */
+async function warmUpOrClose(host: EngineHost, backend: LoadingBackend, logger: Logger): Promise<void> {
+  backend.setStatus('warming up: one request through the template, tokenizer and engine');
+  try {
+    const w = await warmUp(host);
+    logger.info(
+      { warmUpMs: Math.round(w.ms), promptTokens: w.promptTokens, outputTokens: w.outputTokens },
+      'warm-up request done (compiled code, engine buffers): the first user request is not a cold one',
+    );
+  } catch (err) {
+    if (err instanceof EngineError && err.code === 'INVALID_REQUEST') {
+      logger.warn({ err: err.message }, 'warm-up skipped: the model cannot take the warm-up request; the first request will be slower');
+      return;
+    }
+    await host.close();
+    throw new Error(`the warm-up request failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

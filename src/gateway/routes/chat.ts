@@ -15,7 +15,10 @@ import { sseResponse } from '../sse.js';
 
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
-    const body = chatRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    const rec = c.get('rec');
+    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
+    rec.mark('gw.body');
+    const body = chatRequestSchema.parse(json);
     const { info, name } = await resolveModel(deps, body.model);
     const plan = streamPlan(body);
     const n = checkN(body, deps.maxN);
@@ -34,7 +37,8 @@ export function chatHandler(deps: RouteDeps) {
       n,
       echo: false,
     };
-    const rec = c.get('rec');
+    rec.traceAs(env.id);
+    rec.mark('gw.parsed');
     rec.generation = true;
     const group = await startRuns(deps.engine, [req], c.req.raw.signal);
     const progress = new Progress(group.runs, n, rec);
@@ -43,7 +47,7 @@ export function chatHandler(deps: RouteDeps) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() }) : null;
       const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds);
-      return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel);
+      return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent());
     }
     try {
       const choices = Array.from({ length: n }, (_, index) => ({ index, text: '', logprobs: [] as ReturnType<typeof chatLogprobContent>, finish: null as OpenAIFinish | null }));

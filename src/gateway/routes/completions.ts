@@ -35,7 +35,10 @@ interface Opts {
 
 export function completionsHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
-    const body = completionRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    const rec = c.get('rec');
+    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
+    rec.mark('gw.body');
+    const body = completionRequestSchema.parse(json);
     const { info, name } = await resolveModel(deps, body.model);
     const plan = streamPlan(body);
     const n = checkN(body, deps.maxN);
@@ -49,7 +52,8 @@ export function completionsHandler(deps: RouteDeps) {
     const env: Envelope = { id: `cmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
     const list = prompts(body.prompt);
     const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo }));
-    const rec = c.get('rec');
+    rec.traceAs(env.id);
+    rec.mark('gw.parsed');
     rec.generation = true;
     const group = await startRuns(deps.engine, reqs, c.req.raw.signal);
     const progress = new Progress(group.runs, n, rec);
@@ -57,7 +61,7 @@ export function completionsHandler(deps: RouteDeps) {
     if (plan.stream) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(opts.env, 'text_completion'), choices: [], usage: progress.usage() }) : null;
-      return sseResponse(streamed(group, completionChunks(opts, group, progress, plan), usage, rec.end.bind(rec)), group.cancel);
+      return sseResponse(streamed(group, completionChunks(opts, group, progress, plan), usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent());
     }
     try {
       const choices = Array.from({ length: progress.choiceCount }, (_, index) => {

@@ -19,6 +19,7 @@ import {
   type SubmitRequest,
   type TokenizeRequest,
 } from '../../protocol/engine-client.js';
+import type { Tracer } from '../../protocol/trace.js';
 import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { toEngineRequest } from './engine-request.js';
@@ -32,6 +33,8 @@ export interface EngineHostOptions {
   maxNumQueuedReqs: number;
   /** Monotonic clock in ms (tests); default performance.now. */
   now?: () => number;
+  /** Stage marks (sc.tokenized, sc.submitted, eng.step, sc.step, sc.detok); default none. */
+  tracer?: Tracer;
 }
 
 export class EngineHost implements EngineClient {
@@ -150,6 +153,7 @@ export class EngineHost implements EngineClient {
     if (this.byId.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
     const { bundle, model } = this.opts;
     const ids = promptIds(req.prompt, bundle, model.vocabSize);
+    this.opts.tracer?.mark(req.id, 'sc.tokenized');
     const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
     if (this.engine.stats().waiting >= this.opts.maxNumQueuedReqs) {
       throw new EngineError('QUEUE_FULL', `${this.opts.maxNumQueuedReqs} requests are already waiting; retry later`);
@@ -158,6 +162,7 @@ export class EngineHost implements EngineClient {
     const er = toEngineRequest(num, ids, req.n, maxTokens, req.sampling, bundle.eosIds, model.vocabSize);
     const refused = this.engine.submit(er);
     if (refused !== null) throw new EngineError('INVALID_REQUEST', `the engine refused the request: ${refused}`);
+    this.opts.tracer?.mark(req.id, 'sc.submitted');
     const live = new LiveRequest(
       {
         id: req.id,
@@ -203,9 +208,20 @@ export class EngineHost implements EngineClient {
     for (const [num, outs] of groups) {
       const live = this.byNum.get(num);
       if (!live) continue;
+      const first = live.firstTokenAt === null;
       live.apply(outs, now);
+      if (first && live.firstTokenAt !== null && this.opts.tracer) this.traceFirstToken(live.init.id, now);
       if (live.done) this.remove(live);
     }
+  }
+
+  /** The first token's marks; the step's start is the callback's time less the step's duration. */
+  private traceFirstToken(id: string, callbackAt: number): void {
+    const t = this.opts.tracer!;
+    const tCallback = t.now() - (this.now() - callbackAt);
+    t.mark(id, 'eng.step', tCallback - this.engine.stats().stepTimeMs);
+    t.mark(id, 'sc.step', tCallback);
+    t.mark(id, 'sc.detok');
   }
 
   private endLive(live: LiveRequest, reason: 'abort' | 'error', message?: string): void {

@@ -42,7 +42,7 @@ export class LiveRequest {
   private readonly choices: ChoiceState[];
   private cached = 0;
   private firstOutputAt: number | null = null;
-  private firstTokenAt: number | null = null;
+  private firstToken: number | null = null;
   private ended = false;
 
   constructor(
@@ -55,6 +55,11 @@ export class LiveRequest {
       finish: null,
       engineRunning: true,
     }));
+  }
+
+  /** When the first token arrived (the host's clock), or null. */
+  get firstTokenAt(): number | null {
+    return this.firstToken;
   }
 
   get done(): boolean {
@@ -77,7 +82,7 @@ export class LiveRequest {
       if (o.finish !== Finish.None) c.engineRunning = false;
       this.cached = Math.max(this.cached, o.cachedTokens);
       if (c.finish !== null) continue; // finished by a stop string: the engine's late tokens are dropped
-      if (o.tokens.length > 0) this.firstTokenAt ??= now;
+      if (o.tokens.length > 0) this.firstToken ??= now;
       deltas.push(this.step(o, c));
     }
     if (deltas.length > 0) this.queue.push({ type: 'delta', choices: deltas });
@@ -162,7 +167,7 @@ export class LiveRequest {
       // does not report when scheduling happened). ttft: submit → first token.
       timing: {
         queued: ((this.firstOutputAt ?? now) - s) / 1000,
-        ttft: this.firstTokenAt === null ? null : (this.firstTokenAt - s) / 1000,
+        ttft: this.firstToken === null ? null : (this.firstToken - s) / 1000,
         e2e: (now - s) / 1000,
       },
     });

@@ -5,12 +5,15 @@
 // Injection safety: `renderSegments` renders once more with a per-message sentinel in place of each
 // content, so the output splits into template text (trusted: its markers become control ids) and user
 // content (untrusted: `<|end_of_sentence|>` typed by a user stays plain text). The sentinel render must
-// reproduce the real render once contents are put back; when a template transforms content (e.g. `|trim`)
-// the contents (as given, or trimmed) are located in the real render in message order instead; failing
-// both, rendering refuses (TemplateError) rather than let user text be parsed as markers.
+// reproduce the real render once contents are put back: by construction for a content-transparent
+// template (./template-analysis.ts: ERNIE's is), otherwise checked against a second, real render. When
+// a template transforms content (e.g. `|trim`) the contents (as given, or trimmed) are located in the
+// real render in message order instead; failing both, rendering refuses (TemplateError) rather than let
+// user text be parsed as markers.
 
 import { randomUUID } from 'node:crypto';
 import { Template } from '@huggingface/jinja';
+import { isContentTransparent } from './template-analysis.js';
 import type { ChatMessage, ChatOptions, TextSegment } from './types.js';
 
 /**
@@ -34,6 +37,8 @@ export class TemplateError extends Error {
 
 export class ChatTemplate {
   private readonly compiled: Template;
+  /** Content is only copied verbatim (./template-analysis.ts): one render per renderSegments. */
+  readonly contentTransparent: boolean;
 
   constructor(
     readonly text: string,
@@ -47,6 +52,7 @@ export class ChatTemplate {
     } catch (e) {
       throw new TemplateError(`chat template from ${source} does not parse: ${(e as Error).message}`);
     }
+    this.contentTransparent = isContentTransparent(this.compiled.parsed);
   }
 
   render(messages: readonly ChatMessage[], opts: ChatOptions = {}): string {
@@ -65,20 +71,28 @@ export class ChatTemplate {
 
   /** The render as trusted template text and untrusted message content, in order (see the file note). */
   renderSegments(messages: readonly ChatMessage[], opts: ChatOptions = {}): TextSegment[] {
-    const real = this.render(messages, opts);
+    // A content-transparent template renders contents verbatim and nothing depends on them: the
+    // sentinel render with the contents put back is the real render, so it need not be rendered.
+    const real = this.contentTransparent ? null : this.render(messages, opts);
     const nonce = randomUUID();
     const sentinel = (i: number): string => `\uE000${nonce}:${i}\uE001`;
     const withSentinels = messages.map((m, i) => (typeof m.content === 'string' ? { ...m, content: sentinel(i) } : m));
     const rendered = this.render(withSentinels, opts);
-    const re = new RegExp(`\uE000${nonce}:(\\d+)\uE001`, 'g');
+    // Split at the sentinels with indexOf: a RegExp built around the nonce would be compiled anew on
+    // every call (~0.1 ms on the serving path, where the caches are cold).
+    const open = `\uE000${nonce}:`;
     const segments: TextSegment[] = [];
     let last = 0;
-    for (const m of rendered.matchAll(re)) {
-      if (m.index > last) segments.push({ text: rendered.slice(last, m.index), parseSpecial: true });
-      segments.push({ text: messages[Number(m[1])]!.content, parseSpecial: false });
-      last = m.index + m[0].length;
+    for (let at = rendered.indexOf(open); at >= 0; at = rendered.indexOf(open, last)) {
+      const close = rendered.indexOf('\uE001', at + open.length);
+      const i = close < 0 ? -1 : Number(rendered.slice(at + open.length, close));
+      if (!(i >= 0 && i < messages.length && Number.isInteger(i))) break; // cannot happen: the nonce is ours
+      if (at > last) segments.push({ text: rendered.slice(last, at), parseSpecial: true });
+      segments.push({ text: messages[i]!.content, parseSpecial: false });
+      last = close + 1;
     }
     if (last < rendered.length) segments.push({ text: rendered.slice(last), parseSpecial: true });
+    if (real === null) return segments;
     if (segments.map((s) => s.text).join('') === real) return segments;
     return locateContents(real, messages);
   }

@@ -1,6 +1,7 @@
 // EngineHost over the fake native engine in manual mode: steps happen only when a test asks.
 import { fileURLToPath } from 'node:url';
 import type { EngineEvent, ModelInfo, SamplingParams, SubmitRequest } from '../../../src/protocol/engine-client.js';
+import type { Tracer } from '../../../src/protocol/trace.js';
 import { FakeNativeEngine, type FakeNativeEngineOptions } from '../../../src/sidecar/engine/fake-native-engine.js';
 import type { EngineRequest } from '../../../src/sidecar/engine/native-engine.js';
 import { EngineHost } from '../../../src/sidecar/server/engine-host.js';
@@ -23,6 +24,7 @@ export async function makeHost(
     corpusText?: string;
     kvBlocks?: number;
     tokensPerStep?: number;
+    tracer?: Tracer;
   } = {},
 ): Promise<HostEnv> {
   const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
@@ -48,7 +50,7 @@ export async function makeHost(
     script: opts.script,
     tokensPerStep: opts.tokensPerStep,
   };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs ?? 16 }, (onStep) => {
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs ?? 16, tracer: opts.tracer }, (onStep) => {
     engine = new FakeNativeEngine(fakeOpts, onStep);
     return engine;
   });
