@@ -43,22 +43,37 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Deterministic block sum (fixed butterfly inside warps, warps summed in order by thread 0).
-__device__ float block_sum(float v, float* red) {
-  v = warp_sum(v);
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct FMax {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct UMax {
+  __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a > b ? a : b; }
+};
+
+// Deterministic block reduction, the result in every thread: a fixed butterfly inside warps, then
+// warps folded in order by thread 0. red: 33 entries of shared memory.
+template <typename T, typename Op>
+__device__ T block_reduce(T v, T* red, Op op) {
+  for (int o = 16; o; o >>= 1) v = op(v, __shfl_xor_sync(kFull, v, o));
   const int w = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
   if (threadIdx.x % 32 == 0) red[w] = v;
   __syncthreads();
   if (threadIdx.x == 0) {
-    float s = 0;
-    for (int i = 0; i < nw; ++i) s += red[i];
-    red[32] = s;
+    T acc = red[0];
+    for (int i = 1; i < nw; ++i) acc = op(acc, red[i]);
+    red[32] = acc;
   }
   __syncthreads();
-  const float r = red[32];
+  const T r = red[32];
   __syncthreads();
   return r;
 }
+
+__device__ float block_sum(float v, float* red) { return block_reduce(v, red, Sum{}); }
 
 __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, float* x) {
   const int r = blockIdx.x;
@@ -286,12 +301,16 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
   const unsigned u = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   return (static_cast<unsigned long long>(u) << 32) | (0xffffffffu - static_cast<unsigned>(i));
 }
+// The index a key holds (0 for key 0: a row of NaNs).
+__device__ __forceinline__ int32_t argmax_key_index(unsigned long long k) {
+  return k == 0 ? 0 : int32_t(0xffffffffu - unsigned(k & 0xffffffffu));
+}
 
 // Grid (R, splits): each block scans kArgmaxSpan logits of one row and folds its best into keys[r]
 // (zeroed before). NaN never wins; a row of NaNs keeps key 0.
 constexpr int kArgmaxSpan = 4096;
 __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, unsigned long long* keys) {
-  __shared__ unsigned long long red[8];
+  __shared__ unsigned long long red[33];
   const int r = blockIdx.x, t = threadIdx.x;
   const int v0 = blockIdx.y * kArgmaxSpan, v1 = min(V, v0 + kArgmaxSpan);
   unsigned long long best = 0;
@@ -299,18 +318,13 @@ __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, u
     const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes);
     if (x == x) best = max(best, argmax_key(x, v));
   }
-  for (int o = 16; o; o >>= 1) best = max(best, __shfl_xor_sync(kFull, best, o));
-  if (t % 32 == 0) red[t / 32] = best;
-  __syncthreads();
-  if (t == 0) {
-    for (int w = 1; w < int(blockDim.x / 32); ++w) best = max(best, red[w]);
-    atomicMax(&keys[r], best);
-  }
+  best = block_reduce(best, red, UMax{});
+  if (t == 0) atomicMax(&keys[r], best);
 }
 
 __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32_t* out) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < R) out[r] = keys[r] == 0 ? 0 : int32_t(0xffffffffu - unsigned(keys[r] & 0xffffffffu));
+  if (r < R) out[r] = argmax_key_index(keys[r]);
 }
 
 // ---- sampling ----------------------------------------------------------------------------------
@@ -323,23 +337,6 @@ __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32
 // order), ties at a threshold are all kept and the walk is in id order: the same distribution up
 // to ties, not the same token for a given u.
 constexpr int kSampleThreads = 1024;
-
-template <typename T>
-__device__ T block_sum_t(T v, T* red) {  // red: 33 entries; deterministic
-  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  const int w = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) red[w] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    T s = 0;
-    for (int i = 0; i < int(blockDim.x / 32); ++i) s += red[i];
-    red[32] = s;
-  }
-  __syncthreads();
-  const T r = red[32];
-  __syncthreads();
-  return r;
-}
 
 __global__ void __launch_bounds__(kSampleThreads) sample_kernel(float* y, int R, int V, int planes,
                                                                 const SampleParams* sp, int32_t* out) {
@@ -356,28 +353,14 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(float* y, int R,
       const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes);
       if (x == x) best = max(best, argmax_key(x, v));
     }
-    for (int o = 16; o; o >>= 1) best = max(best, __shfl_xor_sync(kFull, best, o));
-    if (t % 32 == 0) kred[t / 32] = best;
-    __syncthreads();
-    if (t == 0) {
-      for (int i = 1; i < kSampleThreads / 32; ++i) best = max(best, kred[i]);
-      out[r] = best == 0 ? 0 : int32_t(0xffffffffu - unsigned(best & 0xffffffffu));
-    }
+    best = block_reduce(best, kred, UMax{});
+    if (t == 0) out[r] = argmax_key_index(best);
     return;
   }
   const float inv_t = 1.0f / p.temperature;
   float mx = -INFINITY;
   for (int v = t; v < V; v += kSampleThreads) mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
-  for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, o));
-  if (t % 32 == 0) fred[t / 32] = mx;
-  __syncthreads();
-  if (t == 0) {
-    for (int i = 1; i < kSampleThreads / 32; ++i) mx = fmaxf(mx, fred[i]);
-    fred[32] = mx;
-  }
-  __syncthreads();
-  mx = fred[32];
-  __syncthreads();
+  mx = block_reduce(mx, fred, FMax{});
   for (int v = t; v < V; v += kSampleThreads) {
     const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t;
     // In place: w[v] overwrites only this thread's own hi-plane element, read just above.
@@ -387,12 +370,12 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(float* y, int R,
   auto count_ge = [&](float thr) {
     double c = 0;
     for (int v = t; v < V; v += kSampleThreads) c += w[v] >= thr ? 1.0 : 0.0;
-    return block_sum_t(c, dred);
+    return block_reduce(c, dred, Sum{});
   };
   auto sum_ge = [&](float thr) {
     double c = 0;
     for (int v = t; v < V; v += kSampleThreads) c += w[v] >= thr ? double(w[v]) : 0.0;
-    return block_sum_t(c, dred);
+    return block_reduce(c, dred, Sum{});
   };
   // Largest threshold (over w's float bits in [0, 1]) whose predicate still holds.
   auto search = [&](auto&& holds) {
