@@ -526,10 +526,11 @@ __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t
     cache[dst * block_words + i] = cache[src * block_words + i];
 }
 
-// Every tile: 4 warps x 4 query vectors (decode tiles use REP of them).
-// NOTE: measured on the H200: 2-warp decode blocks and 8-query warps for prefill were both slower.
+// Every tile, one-row or prefill: 4 warps x 4 query vectors (one-row tiles use REP of them).
+// NOTE: measured on the H200: 2-warp blocks for one-row tiles and 8-query warps for prefill tiles were
+// both slower, so both kinds share this one configuration.
 template <int REP, int D, typename KV>
-void launch_attn(bool /*decode*/, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads,
+void launch_attn(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads,
                  int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm, bf16* act,
                  cudaStream_t s) {
   attn_kernel<REP, D, KV, 4, kPrefillQueries / 4>
@@ -537,13 +538,13 @@ void launch_attn(bool /*decode*/, dim3 grid, const float* q, const KV* kc, const
 }
 
 template <int D, typename KV>
-void launch_attn_rep(int rep, bool decode, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
+void launch_attn_rep(int rep, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
                      int tile_off, int heads, int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm,
                      bf16* act, cudaStream_t s) {
   switch (rep) {
 #define EEC_REP(R)                                                                                                \
   case R:                                                                                                         \
-    launch_attn<R, D, KV>(decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s); \
+    launch_attn<R, D, KV>(grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s); \
     break;
     EEC_REP(1)
     EEC_REP(2)
@@ -555,15 +556,15 @@ void launch_attn_rep(int rep, bool decode, dim3 grid, const float* q, const KV* 
 }
 
 template <typename KV>
-void attention_t(bool decode, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int tiles, int heads,
+void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int tiles, int heads,
                  int KVH, int D, int bs, int P, int NP, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
   const dim3 grid(tiles, KVH, NP);
   const float scale = 1.0f / sqrtf(float(D));
   const int rep = heads / KVH;
   if (D == 128)
-    launch_attn_rep<128, KV>(rep, decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
+    launch_attn_rep<128, KV>(rep, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
   else
-    launch_attn_rep<64, KV>(rep, decode, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
+    launch_attn_rep<64, KV>(rep, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
 }
 
 }  // namespace
@@ -596,13 +597,13 @@ bool attention_supported(int heads, int kv_heads, int D) {
 int attn_rows_per_tile(int heads, int kv_heads) { return kPrefillQueries / (heads / kv_heads); }
 
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
-               int tiles, bool decode, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
+               int tiles, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
                float* part_acc, float* part_ml, bf16* act, cudaStream_t s) {
   if (kv_bf16)
-    attention_t<bf16>(decode, q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T, tile_off, tiles, heads,
+    attention_t<bf16>(q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T, tile_off, tiles, heads,
                       kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   else
-    attention_t<float>(decode, q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T, tile_off, tiles, heads,
+    attention_t<float>(q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T, tile_off, tiles, heads,
                        kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   if (num_parts > 1)
     attn_combine_kernel<<<dim3(tiles, heads), D, 0, s>>>(part_acc, part_ml, m, T, heads, kv_heads, D, part_keys, num_parts,

@@ -58,7 +58,7 @@ int attn_rows_per_tile(int heads, int kv_heads);
 inline int attn_decode_part_keys(int rows) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128; }
 constexpr int kAttnWhole = 1 << 30;  // part_keys of prefill tiles: one partition
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
-               int tiles, bool decode, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts,
+               int tiles, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts,
                int planes, float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
 
 // y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.

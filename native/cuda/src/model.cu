@@ -274,10 +274,10 @@ struct EeCudaModel {
       });
       op("attention", [&] {
         if (dec_tiles > 0)
-          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, 0, dec_tiles, true, d.heads, d.kv_heads, d.head_dim, bs, part_keys,
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, 0, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys,
                          np, planes, part_acc, part_ml, act, st);
         if (pre_tiles > 0)
-          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, false, d.heads, d.kv_heads, d.head_dim, bs,
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, d.heads, d.kv_heads, d.head_dim, bs,
                          eec::kAttnWhole, 1, planes, part_acc, part_ml, act, st);
       });
       op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y); });

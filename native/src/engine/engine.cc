@@ -278,17 +278,15 @@ void Engine::step(std::vector<StepOutput>& out) {
   publish_stats(ms, so.num_tokens, int(so.seqs.size()));
 }
 
-bool Engine::plain_sampling(const Sequence& s) {
+bool Engine::raw_logits_suffice(const Sequence& s) {
   const RequestSpec& r = *s.req;
   const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
-  return r.temperature > 0.0f && r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
+  return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
 }
 
-bool Engine::plain_greedy(const Sequence& s) {
-  const RequestSpec& r = *s.req;
-  const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
-  return r.temperature <= 0.0f && r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
-}
+bool Engine::plain_greedy(const Sequence& s) { return s.req->temperature <= 0.0f && raw_logits_suffice(s); }
+
+bool Engine::plain_sampling(const Sequence& s) { return s.req->temperature > 0.0f && raw_logits_suffice(s); }
 
 void Engine::loop() {
   for (;;) {

@@ -85,10 +85,11 @@ class Engine {
   void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
   void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
   void publish_stats(double step_ms, int tokens, int seqs);
-  // Whether this sequence's next token is a plain argmax of the raw logits (greedy, no bias, no
-  // penalties, no logprobs, no fork pending): then a runner with a device argmax need not return logits.
+  // Whether this sequence's next token needs nothing but its raw logits row (no bias, no penalties,
+  // no logprobs, no fork pending): then the runner may choose it where the logits are, greedily
+  // (plain_greedy: a device argmax) or by temperature sampling (plain_sampling).
+  static bool raw_logits_suffice(const Sequence& s);
   static bool plain_greedy(const Sequence& s);
-  // Temperature sampling with no bias, penalties, logprobs or pending fork: the device can draw it.
   static bool plain_sampling(const Sequence& s);
 
   std::unique_ptr<IModelRunner> runner_;
