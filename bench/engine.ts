@@ -12,12 +12,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NativeEngine, StepOutput } from '../src/sidecar/engine/native-engine.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import { loadModel, nativeLoadOptions } from '../src/sidecar/model/load.js';
+import { loadModel } from '../src/sidecar/model/load.js';
 import { native } from '../src/sidecar/native.js';
-import { engineRun, naive, type RunResult } from './engine/batching.js';
+import { engineRun, naive, openBenchEngine, type BenchEngine, type RunResult } from './engine/batching.js';
 import { compare, oursLevels, runLlamaSide, type OursSide } from './engine/llama-side.js';
 import { singleStream, type SingleStreamResult } from './engine/single-stream.js';
 import { articleWorkload, randomWorkload } from './engine/workload.js';
@@ -40,14 +38,9 @@ function row(r: RunResult, base?: RunResult): string {
   return `  ${r.label.padEnd(22)} ${f1(r.outputTokS).padStart(7)} tok/s${ratio.padEnd(7)} TTFT p50/p99 ${f0(r.ttftMs.p50)}/${f0(r.ttftMs.p99)} ms  ITL p50/p99 ${f1(r.itlMs.p50)}/${f1(r.itlMs.p99)} ms${kv}${pre}`;
 }
 
-type EngineHandle = { engine: NativeEngine; setSink: (f: (o: StepOutput[]) => void) => void; kvBlockBytes: number; nextIds: (n: number) => number };
 
-async function openEngine(dir: string): Promise<EngineHandle> {
-  const lo = nativeLoadOptions(await readCheckpoint(dir), { kvCacheMemory: 4 * 2 ** 30, precise });
-  let sink: (o: StepOutput[]) => void = () => {};
-  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096 }, (o) => sink(o));
-  let idBase = 1;
-  return { engine, setSink: (f) => (sink = f), kvBlockBytes: lo.kvBlockBytes, nextIds: (n) => ((idBase += n), idBase - n) };
+function openEngine(dir: string): Promise<BenchEngine> {
+  return openBenchEngine(dir, { kvCacheMemory: 4 * 2 ** 30, precise }, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096 });
 }
 
 /** 2-3. naive baseline (one contiguous 1024-token KV buffer) vs the engine: the article and the random workload. */

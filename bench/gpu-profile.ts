@@ -3,12 +3,9 @@
 // through the model API, `batch` runs the engine's random workload at one concurrency. Prints the
 // wall-clock figures and the engine's step statistics so that host time and GPU time can be set side
 // by side with the profiler's kernel table.
-import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import { loadModel, nativeLoadOptions, type LoadOptions } from '../src/sidecar/model/load.js';
-import { native } from '../src/sidecar/native.js';
-import { engineRun } from './engine/batching.js';
+import { loadModel, type LoadOptions } from '../src/sidecar/model/load.js';
+import { engineRun, openBenchEngine } from './engine/batching.js';
 import { tokens } from './engine/single-stream.js';
 import { randomWorkload } from './engine/workload.js';
 
@@ -30,11 +27,11 @@ async function single(dir: string): Promise<void> {
 }
 
 async function batch(dir: string): Promise<void> {
-  const ck = await readCheckpoint(dir);
-  const { kvBlockBytes, ...lo } = nativeLoadOptions(ck, { ...cuda, gpuMemoryUtilization: 0.5 });
-  let sink: (o: StepOutput[]) => void = () => {};
-  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 }, (o) => sink(o));
-  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
+  const { engine, setSink, kvBlockBytes } = await openBenchEngine(
+    dir,
+    { ...cuda, gpuMemoryUtilization: 0.5 },
+    { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 },
+  );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
   const work = randomWorkload(3 * concurrency);
   const before = engine.stats();

@@ -5,12 +5,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import { loadModel, nativeLoadOptions, type LoadOptions } from '../src/sidecar/model/load.js';
-import { native } from '../src/sidecar/native.js';
-import { engineRun, type RunResult } from './engine/batching.js';
+import { loadModel, type LoadOptions } from '../src/sidecar/model/load.js';
+import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
 import { tokens } from './engine/single-stream.js';
 import { articleWorkload, randomWorkload } from './engine/workload.js';
 
@@ -51,13 +48,11 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
   model.close();
 
   // 2-3. the engine (continuous batching, paged KV on the GPU, device argmax for greedy).
-  const ck = await readCheckpoint(dir);
-  const { kvBlockBytes, ...lo } = nativeLoadOptions(ck, { ...cuda, gpuMemoryUtilization: 0.5 });
-  let sink: (o: StepOutput[]) => void = () => {};
-  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 }, (o) => sink(o));
-  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
-  let idBase = 1;
-  const nextIds = (n: number) => ((idBase += n), idBase - n);
+  const { engine, setSink, load: lo, kvBlockBytes, nextIds } = await openBenchEngine(
+    dir,
+    { ...cuda, gpuMemoryUtilization: 0.5 },
+    { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 },
+  );
   const kvBlocks = engine.stats().kvBlocksTotal;
   console.log(`[${tag}] engine: ${kvBlocks} KV blocks (${((kvBlocks * kvBlockBytes) / 2 ** 30).toFixed(1)} GiB, ${lo.kvCacheDtype} K/V)`);
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, nextIds(16));

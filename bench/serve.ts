@@ -12,13 +12,10 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import { nativeLoadOptions } from '../src/sidecar/model/load.js';
 import { native } from '../src/sidecar/native.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../src/sidecar/tokenizer/index.js';
-import { engineRun, type RunResult } from './engine/batching.js';
+import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
 import { randomWorkload, type BenchRequest } from './engine/workload.js';
 import { breakdown, readMarks, type Breakdown } from './serve/breakdown.js';
 import { directOne, type DirectTiming } from './serve/direct.js';
@@ -57,11 +54,7 @@ async function main(): Promise<void> {
   // 1. Cold starts (fresh servers, before anything else loads the machine).
   const cold = await coldStarts(dir, traceFile, COLD_STARTS, (k) => chatPair(bundle, 100_000 + k).call);
 
-  const ck = await readCheckpoint(dir);
-  const lo = nativeLoadOptions(ck, { kvCacheMemory: 4 * 2 ** 30 });
-  let sink: (o: StepOutput[]) => void = () => {};
-  const setSink = (f: (o: StepOutput[]) => void) => (sink = f);
-  const engine = await native().createEngine(lo, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096 }, (o) => sink(o));
+  const { engine, setSink, kvBlockBytes } = await openBenchEngine(dir, { kvCacheMemory: 4 * 2 ** 30 }, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096 });
   await rm(traceFile, { force: true });
   const server = await startServer(dir, traceFile);
 
@@ -92,7 +85,7 @@ async function main(): Promise<void> {
   let throughput: { engine: RunResult; http: RunResult; lost: number } | null = null;
   if (!ttftOnly) {
     const work = randomWorkload(REQUESTS, 2);
-    const e = await engineRun(engine, setSink, work, CONCURRENCY, `engine c=${CONCURRENCY}`, lo.kvBlockBytes, 1_000_000, 1);
+    const e = await engineRun(engine, setSink, work, CONCURRENCY, `engine c=${CONCURRENCY}`, kvBlockBytes, 1_000_000, 1);
     const h = await httpRun(server.base, work, CONCURRENCY);
     throughput = { engine: e, http: h, lost: 1 - h.outputTokS / e.outputTokS };
   }

@@ -1,9 +1,28 @@
 // The article's comparison on this machine: a naive baseline (one request at a time, no batching,
 // one contiguous KV buffer) against the engine (continuous batching, paged KV) at several
 // concurrency levels. Latencies are measured where a client would see them: at the step callback.
-import type { NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
-import type { NativeModel } from '../../src/sidecar/native.js';
+import type { EngineOptions, NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
+import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
+import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
+import { native, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
 import type { BenchRequest } from './workload.js';
+
+/** An engine for a benchmark: its step outputs go to whatever sink is set last; ids never repeat. */
+export interface BenchEngine {
+  engine: NativeEngine;
+  setSink: (f: (outs: StepOutput[]) => void) => void;
+  load: NativeLoadOptions;
+  kvBlockBytes: number;
+  nextIds: (n: number) => number; // the first of n fresh request ids
+}
+
+export async function openBenchEngine(dir: string, load: LoadOptions, opts: Partial<EngineOptions>): Promise<BenchEngine> {
+  const { kvBlockBytes, ...lo } = nativeLoadOptions(await readCheckpoint(dir), load);
+  let sink: (o: StepOutput[]) => void = () => {};
+  const engine = await native().createEngine(lo, opts, (o) => sink(o));
+  let idBase = 1;
+  return { engine, setSink: (f) => (sink = f), load: lo, kvBlockBytes, nextIds: (n) => ((idBase += n), idBase - n) };
+}
 
 export interface LatencyStats {
   p50: number;
