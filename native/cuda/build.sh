@@ -19,6 +19,8 @@ if ! ls "$(dirname "$(readlink -f "$(command -v nvcc)")")"/../lib64/libcublas.so
     extra+=("-DEE_CUBLAS_LIB=$lib" "-DEE_CUBLAS_INC=$(dirname "$inc")")
   fi
 fi
-cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" "$@"
+# The GPU architecture is passed every time so that a build folder configured earlier (CMake caches
+# it) cannot keep an older one: CUDA_ARCHITECTURES="80;90" for several, default 90 (H100/H200).
+cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-90}" "${extra[@]}" "$@"
 cmake --build "$here/build" -j "$(nproc)"
 echo "native/cuda: built $here/build/libernie_cuda.so"

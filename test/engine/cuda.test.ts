@@ -121,8 +121,33 @@ gpu('CUDA backend: kernels against each other and the CPU', () => {
     expect(worst).toBeLessThan(2e-3);
   });
 
+  // Two different kernels over the same cache: a 300-token prompt prefilled in one chunk (tensor-core
+  // tiles of 64 query vectors, attn_prefill.cu) against the same prompt fed one token per step
+  // (one-row decode tiles on CUDA cores), in every activation x KV precision. The fast planes round
+  // q and P to bf16 in the tensor-core path only, hence their looser bound. With a bf16 cache the
+  // two runs' K and V come from hidden states that differ in the last float bits (other GEMM
+  // shapes), and a bf16 rounding can flip on that: measured 4.9e-3 (1.2e-4 with an fp32 cache).
+  it.each([
+    [true, 'float32', 2e-3],
+    [true, 'bfloat16', 2e-2],
+    [false, 'float32', 0.1],
+    [false, 'bfloat16', 0.1],
+  ] as const)('prefill tiles and decode rows agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
+    const g = await load({ precise, kvCacheDtype });
+    const prompt = Int32Array.from(randomTokens(300, 91));
+    const whole = await g.forward([{ tokens: prompt, startPos: 0, blockTable: scatteredBlocks(19, 256, 3), logits: 2 }]);
+    const table = scatteredBlocks(19, 256, 4);
+    let worst = 0;
+    for (let p = 0; p < prompt.length; p++) {
+      const row = await g.forward([{ tokens: prompt.slice(p, p + 1), startPos: p, blockTable: table, logits: 1 }]);
+      worst = Math.max(worst, maxAbsDiff(row, whole.subarray(p * V, (p + 1) * V)));
+    }
+    console.log(`[cuda] precise ${precise}, KV ${kvCacheDtype}: 300-token prefill vs token by token, max |logit diff| ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(bound);
+  });
+
   it('the small-batch GEMV and cuBLAS give the same logits within float rounding', async () => {
-    const mine = await load({});
+    const mine = await load({}, { ERNIE_CUDA_GEMV_MAX_M: '16' }); // the GEMV for every row count here
     const blas = await load({}, { ERNIE_CUDA_NO_GEMV: '1' });
     for (const rows of [1, 3, 8]) {
       const slices = Array.from({ length: rows }, (_, i) => ({ tokens: Int32Array.from(randomTokens(9 + i, 70 + i)), startPos: 0, blockTable: Int32Array.from([10 * i + 1, 10 * i + 2]), logits: 1 as const }));

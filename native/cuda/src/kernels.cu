@@ -1,47 +1,13 @@
 #include <cfloat>
 #include <cmath>
 
+#include "device.cuh"
 #include "kernels.cuh"
 
 namespace eec {
 
 namespace {
 
-using bf16 = __nv_bfloat16;
-constexpr unsigned kFull = 0xffffffffu;
-
-// act[hi_idx] = bf16(v); with two planes also act[hi_idx + lo_off] = bf16(v - hi).
-__device__ __forceinline__ void store_act(float v, bf16* act, size_t hi_idx, size_t lo_off, int planes) {
-  const bf16 h = __float2bfloat16_rn(v);
-  act[hi_idx] = h;
-  if (planes == 2) act[hi_idx + lo_off] = __float2bfloat16_rn(v - __bfloat162float(h));
-}
-
-// A GEMM output element: the hi plane's, plus the lo plane's (lo_off further) with two planes.
-__device__ __forceinline__ float planes_sum(const float* y, size_t idx, size_t lo_off, int planes) {
-  return planes == 2 ? y[idx] + y[idx + lo_off] : y[idx];
-}
-
-__device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_kv(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-
-// Four consecutive cache elements as floats (16-byte / 8-byte aligned: D is a multiple of 4).
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 load4(const bf16* p) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-  return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  return v;
-}
 
 struct Sum {
   template <typename T>
@@ -134,149 +100,6 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
   }
   for (int e = threadIdx.x; e < KVD; e += blockDim.x)
     store_kv(v_cache + slot * KVD + e, planes_sum(qkv, row + QD + KVD + e, lo, planes));
-}
-
-// ---- attention -----------------------------------------------------------------------------------
-// Block: NW warps, one tile (QT rows x REP query heads = NW * QPW query vectors, QPW per warp) of
-// one KV head, one key partition. Keys go through shared memory 32 at a time (lane j of every warp
-// scores key j against its warp's queries); each query keeps an online softmax (running max m, sum
-// l) and an output accumulator of D/32 dims per lane. Prefill tiles hold 16 query vectors (16 / REP
-// rows), decode tiles one row (warps past its REP queries only help load K/V: measured faster than
-// smaller blocks, the loads being latency-bound). Shared memory: K [32][D + 4] (the +4 spreads the
-// 16-byte rows of 32 lanes over the banks), V [32][D], q [NQ][D].
-constexpr int kChunk = 32;
-constexpr int kPrefillQueries = 16;
-
-template <int REP, int D, typename KV, int NW, int QPW>
-__global__ void __launch_bounds__(NW * 32) attn_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
-                                                         int tile_off, int heads, int KVH, int bs, int P, int NP, float scale,
-                                                         int planes, float* part_acc, float* part_ml, bf16* act) {
-  constexpr int NQ = NW * QPW;  // query vectors per tile
-  constexpr int NT = NW * 32;   // threads
-  constexpr int DL = D / 32;    // output dims per lane
-  static_assert(NQ % REP == 0, "a tile holds whole rows");
-  const int tile = tile_off + blockIdx.x, g = blockIdx.y, p = blockIdx.z;
-  const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
-  const int ctx_max = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
-  const int k0 = p * P;
-  if (k0 >= ctx_max) return;
-  const int k1 = min(ctx_max, k0 + P);
-  __shared__ __align__(16) float ks[kChunk][D + 4];
-  __shared__ __align__(16) float vs[kChunk][D];
-  __shared__ __align__(16) float qs[NQ][D];
-  const int t = threadIdx.x, w = t / 32, lane = t % 32;
-  const size_t QD = size_t(heads) * D;
-  for (int e = t; e < NQ * D; e += NT) {
-    const int qi = e / D, d = e % D, row = qi / REP, h = qi % REP;
-    qs[qi][d] = row < nr ? q[size_t(r0 + row) * QD + size_t(g * REP + h) * D + d] : 0.0f;
-  }
-  float mrun[QPW], lrun[QPW], acc[QPW][DL];
-  int qpos[QPW];
-#pragma unroll
-  for (int i = 0; i < QPW; ++i) {
-    const int row = (w * QPW + i) / REP;
-    qpos[i] = row < nr ? m.pos[r0 + row] : -1;
-    mrun[i] = -INFINITY;
-    lrun[i] = 0;
-#pragma unroll
-    for (int d = 0; d < DL; ++d) acc[i][d] = 0;
-  }
-  const int32_t* bt = m.bt + m.bt_off[r0];
-  for (int j0 = k0; j0 < k1; j0 += kChunk) {
-    const int n = min(kChunk, k1 - j0);
-    __syncthreads();  // the previous chunk is consumed (and qs is written, first time)
-    for (int e = t; e < kChunk * (D / 4); e += NT) {
-      const int j = e / (D / 4), d4 = e % (D / 4);  // a warp reads one key's D values: coalesced
-      float4 k4 = make_float4(0, 0, 0, 0), v4 = k4;
-      if (j < n) {
-        const int key = j0 + j;
-        const size_t off = ((size_t(bt[key / bs]) * bs + key % bs) * KVH + g) * D + 4 * d4;
-        k4 = load4(kc + off);
-        v4 = load4(vc + off);
-      }
-      *reinterpret_cast<float4*>(&ks[j][4 * d4]) = k4;
-      *reinterpret_cast<float4*>(&vs[j][4 * d4]) = v4;
-    }
-    __syncthreads();
-    float s[QPW];
-#pragma unroll
-    for (int i = 0; i < QPW; ++i) s[i] = 0;
-#pragma unroll 8
-    for (int d4 = 0; d4 < D / 4; ++d4) {
-      const float4 k4 = *reinterpret_cast<const float4*>(&ks[lane][4 * d4]);
-#pragma unroll
-      for (int i = 0; i < QPW; ++i) {
-        const float4 q4 = *reinterpret_cast<const float4*>(&qs[w * QPW + i][4 * d4]);
-        s[i] = fmaf(q4.x, k4.x, s[i]);
-        s[i] = fmaf(q4.y, k4.y, s[i]);
-        s[i] = fmaf(q4.z, k4.z, s[i]);
-        s[i] = fmaf(q4.w, k4.w, s[i]);
-      }
-    }
-    const int key = j0 + lane;
-#pragma unroll
-    for (int i = 0; i < QPW; ++i) {
-      const bool ok = lane < n && key <= qpos[i];
-      const float sc = ok ? s[i] * scale : -INFINITY;
-      const float m_new = fmaxf(mrun[i], warp_max(sc));
-      const float pr = ok ? expf(sc - m_new) : 0.0f;
-      const float c = mrun[i] == -INFINITY ? 0.0f : expf(mrun[i] - m_new);
-      lrun[i] = lrun[i] * c + warp_sum(pr);
-      mrun[i] = m_new;
-#pragma unroll
-      for (int d = 0; d < DL; ++d) acc[i][d] *= c;
-      s[i] = pr;
-    }
-    for (int j = 0; j < n; ++j) {
-      float v[DL];
-#pragma unroll
-      for (int d = 0; d < DL; ++d) v[d] = vs[j][lane * DL + d];
-#pragma unroll
-      for (int i = 0; i < QPW; ++i) {
-        const float pj = __shfl_sync(kFull, s[i], j);
-#pragma unroll
-        for (int d = 0; d < DL; ++d) acc[i][d] = fmaf(pj, v[d], acc[i][d]);
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < QPW; ++i) {
-    if (qpos[i] < 0) continue;
-    const int qi = w * QPW + i, r = r0 + qi / REP, hq = qi % REP, h = g * REP + hq;
-    if (NP == 1) {
-#pragma unroll
-      for (int d = 0; d < DL; ++d)
-        store_act(acc[i][d] / lrun[i], act, size_t(r) * QD + size_t(h) * D + lane * DL + d, size_t(T) * QD, planes);
-    } else {
-      // Partials exist only for one-row tiles: indexed by the tile's place in this launch.
-      const size_t base = ((size_t(blockIdx.x) * KVH + g) * NP + p) * REP + hq;
-#pragma unroll
-      for (int d = 0; d < DL; ++d) part_acc[base * D + lane * DL + d] = acc[i][d];
-      if (lane == 0) {
-        part_ml[base * 2] = mrun[i];
-        part_ml[base * 2 + 1] = lrun[i];
-      }
-    }
-  }
-}
-
-__global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
-                                    int D, int P, int NP, int planes, bf16* act) {
-  const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
-  const int rep = heads / KVH, g = h / rep, hh = h % rep;
-  const int np = (m.pos[r] + P) / P;  // ceil((pos + 1) / P): only partitions holding this row's keys
-  const size_t base = (size_t(blockIdx.x) * KVH + g) * NP * rep + hh;
-  float M = -INFINITY;
-  for (int p = 0; p < np; ++p) M = fmaxf(M, part_ml[(base + size_t(p) * rep) * 2]);
-  float L = 0, O = 0;
-  for (int p = 0; p < np; ++p) {
-    const size_t i = base + size_t(p) * rep;
-    const float f = expf(part_ml[i * 2] - M);
-    L += part_ml[i * 2 + 1] * f;
-    O += part_acc[i * D + t] * f;
-  }
-  const size_t QD = size_t(heads) * D;
-  store_act(O / L, act, size_t(r) * QD + size_t(h) * D + t, size_t(T) * QD, planes);
 }
 
 __global__ void silu_mul_kernel(const float* y, int T, int I, int planes, bf16* act) {
@@ -526,47 +349,6 @@ __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t
     cache[dst * block_words + i] = cache[src * block_words + i];
 }
 
-// Every tile, one-row or prefill: 4 warps x 4 query vectors (one-row tiles use REP of them).
-// NOTE: measured on the H200: 2-warp blocks for one-row tiles and 8-query warps for prefill tiles were
-// both slower, so both kinds share this one configuration.
-template <int REP, int D, typename KV>
-void launch_attn(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads,
-                 int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm, bf16* act,
-                 cudaStream_t s) {
-  attn_kernel<REP, D, KV, 4, kPrefillQueries / 4>
-      <<<grid, 128, 0, s>>>(q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act);
-}
-
-template <int D, typename KV>
-void launch_attn_rep(int rep, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
-                     int tile_off, int heads, int KVH, int bs, int P, int NP, float scale, int planes, float* pa, float* pm,
-                     bf16* act, cudaStream_t s) {
-  switch (rep) {
-#define EEC_REP(R)                                                                                                \
-  case R:                                                                                                         \
-    launch_attn<R, D, KV>(grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s); \
-    break;
-    EEC_REP(1)
-    EEC_REP(2)
-    EEC_REP(4)
-    EEC_REP(8)
-    EEC_REP(16)
-#undef EEC_REP
-  }
-}
-
-template <typename KV>
-void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int tiles, int heads,
-                 int KVH, int D, int bs, int P, int NP, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
-  const dim3 grid(tiles, KVH, NP);
-  const float scale = 1.0f / sqrtf(float(D));
-  const int rep = heads / KVH;
-  if (D == 128)
-    launch_attn_rep<128, KV>(rep, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
-  else
-    launch_attn_rep<64, KV>(rep, grid, q, kc, vc, m, T, tile_off, heads, KVH, bs, P, NP, scale, planes, pa, pm, act, s);
-}
-
 }  // namespace
 
 void embed(const bf16* table, RowMeta m, int T, int H, float* x, cudaStream_t s) {
@@ -586,28 +368,6 @@ void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D,
   else
     rope_kv_kernel<float><<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
                                             static_cast<float*>(k_cache), static_cast<float*>(v_cache), T);
-}
-
-bool attention_supported(int heads, int kv_heads, int D) {
-  const int rep = heads / kv_heads;
-  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) &&
-         heads % kv_heads == 0;
-}
-
-int attn_rows_per_tile(int heads, int kv_heads) { return kPrefillQueries / (heads / kv_heads); }
-
-void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
-               int tiles, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
-               float* part_acc, float* part_ml, bf16* act, cudaStream_t s) {
-  if (kv_bf16)
-    attention_t<bf16>(q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T, tile_off, tiles, heads,
-                      kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
-  else
-    attention_t<float>(q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T, tile_off, tiles, heads,
-                       kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
-  if (num_parts > 1)
-    attn_combine_kernel<<<dim3(tiles, heads), D, 0, s>>>(part_acc, part_ml, m, T, heads, kv_heads, D, part_keys, num_parts,
-                                                      planes, act);
 }
 
 void silu_mul(const float* y, int T, int I, int planes, bf16* act, cudaStream_t s) {

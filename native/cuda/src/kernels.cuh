@@ -40,26 +40,32 @@ void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int 
 void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
              int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s);
 
-// Paged causal attention over tiles tile_off .. tile_off + tiles - 1 of the metadata. A tile is one
-// row (decode: a slice of one token) or up to attn_rows_per_tile consecutive rows of one sequence
-// (prefill: they share each K/V chunk loaded into shared memory). Keys are split into partitions of
-// `part_keys` (flash-decoding): partition p of row r covers keys [p*P, min(ctx, (p+1)*P)), ctx =
-// pos[r] + 1. With num_parts == 1 a tile writes its output straight into act [planes*T, QD] for
-// o_proj; otherwise (one-row tiles only, tile_off 0) partials indexed by tile go to part_acc /
-// part_ml and a combine kernel merges them in a fixed order.
+// Paged causal attention, written into act [planes*T, QD] for o_proj. Rows are grouped into tiles
+// (RowMeta tile_row / tile_n): a decode row is a one-row tile; a prefill chunk is cut into tiles of
+// up to attn_rows_per_tile consecutive rows of one sequence, which share every K/V chunk loaded.
+// Row r sees keys [0, pos[r]].
+bool attention_supported(int heads, int kv_heads, int D);
+
+// Decode rows (attention, attn_decode.cu): one-row tiles 0 .. tiles - 1 (decode tiles come first
+// in the metadata), fp32 on CUDA cores. Keys are split into partitions of `part_keys` (32, 64 or
+// 128; flash-decoding): partition p of row r covers keys [p*P, min(ctx, (p+1)*P)), ctx = pos[r] + 1.
+// With num_parts == 1 a row writes its output straight into act; otherwise partials indexed by tile
+// go to part_acc / part_ml and a combine kernel merges them in a fixed order.
+// Prefill tiles (attention_prefill, attn_prefill.cu): tensor cores, one partition per tile.
 // NOTE: a row's arithmetic (dot order, chunk order, partition bounds) depends only on its own
 // position and part_keys, never on the tile or the batch around it; part_keys of decode rows
 // depends on how many there are (attn_decode_part_keys), so logits may differ in the last bits
 // between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
-bool attention_supported(int heads, int kv_heads, int D);
-int attn_rows_per_tile(int heads, int kv_heads);
 // Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
 // larger when many (fewer partials to write and merge).
 inline int attn_decode_part_keys(int rows) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128; }
-constexpr int kAttnWhole = 1 << 30;  // part_keys of prefill tiles: one partition
-void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tile_off,
-               int tiles, int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts,
-               int planes, float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
+void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
+               int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
+               float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
+int attn_rows_per_tile(int heads, int kv_heads);
+void attention_prefill(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T,
+                       int tile_off, int tiles, int heads, int kv_heads, int D, int block_size, int planes,
+                       __nv_bfloat16* act, cudaStream_t s);
 
 // y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.
 void silu_mul(const float* y, int T, int I, int planes, __nv_bfloat16* act, cudaStream_t s);

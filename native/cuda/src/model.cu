@@ -51,6 +51,11 @@ T* halloc(size_t n) {
   return static_cast<T*>(p);
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
 void set_err(char* err, int errlen, const std::string& msg) {
   if (err && errlen > 0) std::snprintf(err, size_t(errlen), "%s", msg.c_str());
 }
@@ -128,7 +133,11 @@ struct EeCudaModel {
   size_t layer_bytes = 0;
   bool kv_bf16 = false;
   int planes = 2;  // activation planes: 2 precise (hi + lo bf16), 1 plain bf16
-  bool use_gemv = std::getenv("ERNIE_CUDA_NO_GEMV") == nullptr;  // small-M GEMMs: own GEMV, else cuBLAS
+  // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS. Measured on the H200 (whole
+  // decode steps): the GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a
+  // fraction of HBM bandwidth) and loses at 8 (1.36 vs 1.09 ms per step) and 16 (1.96 vs 1.25 ms).
+  // ERNIE_CUDA_NO_GEMV=1: cuBLAS only; ERNIE_CUDA_GEMV_MAX_M=N moves the threshold (at most 16).
+  int gemv_max_m = std::getenv("ERNIE_CUDA_NO_GEMV") ? 0 : env_int("ERNIE_CUDA_GEMV_MAX_M", 4);
   uint64_t weight_bytes = 0, kv_bytes = 0;
 
   // Step buffers (capacities: rows T, logit rows R, attention partials (rows x partitions) RP,
@@ -241,7 +250,7 @@ struct EeCudaModel {
 
   void gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out) {
     // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T.
-    if (use_gemv && eec::gemv(w, n, k, a, m, out, st)) return;
+    if (m <= gemv_max_m && eec::gemv(w, n, k, a, m, out, st)) return;
     const float one = 1.0f, zero = 0.0f;
     CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, a, CUDA_R_16BF, k, &zero, out,
                     CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -261,6 +270,10 @@ struct EeCudaModel {
       f();
       if (prof.ops) prof.end(st, std::string(name) + "." + shape);
     };
+    if (prof.ops) {  // counts, not ms: the table's "total" column is their sum, us/call 1000 x the mean
+      prof.host(std::string("count_rows.") + shape, T);
+      prof.host(std::string("count_prefill_tiles.") + shape, pre_tiles);
+    }
     op("embed+norm", [&] {
       eec::embed(embed, m, T, H, x, st);
       eec::residual_rmsnorm(x, nullptr, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
@@ -272,14 +285,16 @@ struct EeCudaModel {
         eec::rope_kv(y, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q, kc(l),
                      vc(l), kv_bf16, st);
       });
-      op("attention", [&] {
-        if (dec_tiles > 0)
-          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, 0, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys,
-                         np, planes, part_acc, part_ml, act, st);
-        if (pre_tiles > 0)
-          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, d.heads, d.kv_heads, d.head_dim, bs,
-                         eec::kAttnWhole, 1, planes, part_acc, part_ml, act, st);
-      });
+      if (dec_tiles > 0)
+        op("attention_decode_rows", [&] {
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys, np,
+                         planes, part_acc, part_ml, act, st);
+        });
+      if (pre_tiles > 0)
+        op("attention_prefill", [&] {
+          eec::attention_prefill(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, d.heads, d.kv_heads,
+                                 d.head_dim, bs, planes, act, st);
+        });
       op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y); });
       op("norm", [&] { eec::residual_rmsnorm(x, y, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
       op("gemm_gate_up", [&] { gemm(w.gate_up, 2 * I, H, act, PT, y); });

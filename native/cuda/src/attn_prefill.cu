@@ -1,0 +1,319 @@
+// Prefill attention on tensor cores: flash-attention-2 style tiles over the paged KV cache with
+// mma.sync m16n8k16 (bf16 in, fp32 accumulate).
+// Why our own kernel and not FlashAttention / FlashInfer: those are PyTorch extensions with their
+// own paged layouts and build systems; this reads the engine's block tables and the cache layout
+// of rope_kv as they are, and keeps the "precise" mode fp32-grade (below), which they do not offer.
+// Measured on the H200 before it (CUDA-core tiles of 16 query vectors): ~190 us per layer for a
+// mixed step's ~730 prompt rows, 45% of such a step.
+//
+// Block: 4 warps x 16 query vectors = 64 query vectors of one KV head = 64 / REP consecutive rows of
+// one sequence (their REP query heads share every K/V chunk). q sits in shared memory as bf16
+// planes; keys go through shared memory 32 at a time; each warp keeps S (16 x 32), the online
+// softmax (running max and sum per query vector, in the log2 domain) and O (16 x D) in registers,
+// laid out as the mma's fragments.
+// Precision: with two activation planes ("precise", --dtype float32) q and P are split into hi and
+// lo bf16 halves, and an fp32 cache's K and V likewise; each product takes the three mmas hi·hi +
+// lo·hi + hi·lo (the bf16x3 scheme: ~16 mantissa bits per operand, fp32-grade results). With one
+// plane and a bf16 cache it is one mma per product, the precision of bf16 serving engines.
+#include "device.cuh"
+#include "kernels.cuh"
+
+namespace eec {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kTileQ = kWarps * 16;  // query vectors per block (16 per warp: the mma's M)
+constexpr int kKeys = 32;            // keys per shared-memory chunk
+
+__device__ __forceinline__ uint32_t as_u32(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+
+// (a, b) as a bf16 pair (a in the low half: the lower column / key of an mma fragment register),
+// with the rounding error's pair in lo when LO.
+template <bool LO>
+__device__ __forceinline__ void split2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  hi = as_u32(h);
+  if (LO) {
+    const float2 hf = __bfloat1622float2(h);
+    lo = as_u32(__floats2bfloat162_rn(a - hf.x, b - hf.y));
+  }
+}
+
+// c[16x8] += a[16x16] · b[16x8]. Fragments (g = lane / 4, t = lane % 4): a0 (row g, k 2t..2t+1),
+// a1 (row g+8, k 2t..), a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); b0 (k 2t..2t+1, col g),
+// b1 (k 2t+8.., col g); c0, c1 (row g, cols 2t, 2t+1), c2, c3 (row g+8, same cols).
+__device__ __forceinline__ void mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two 8x8 bf16 matrices transposed out of shared memory: lanes 0-7 name the rows of the first,
+// 8-15 of the second; lane (g, t) gets rows 2t, 2t+1 of column g of each: the mma's b0 and b1
+// for a [key][dim] tile read as B[k = key][n = dim].
+__device__ __forceinline__ void ldsm_x2_trans(uint32_t& r0, uint32_t& r1, const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(kFull, v, 1);
+  return v + __shfl_xor_sync(kFull, v, 2);
+}
+
+// A fragment of a row-major [16][k] bf16 tile: lanes 0-15 name rows 0-15 at column 0, lanes 16-31
+// the same rows at column 8; a0..a3 as mma() wants them.
+__device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
+}
+
+// Shared memory (dynamic, bf16, rows of D + 8: an odd number of 16-byte units, so fragment loads
+// are conflict-free): q [QP][kTileQ][LD], then K and V [KP][kKeys][LD] each (P = 2 with lo halves).
+template <int D, bool QLO, bool KVLO>
+constexpr size_t prefill_smem_bytes() {
+  return size_t((QLO ? 2 : 1) * kTileQ + 2 * (KVLO ? 2 : 1) * kKeys) * (D + 8) * sizeof(bf16);
+}
+
+// QLO: q and P carry lo halves (two activation planes). KVLO: K and V do (fp32 cache).
+// The next chunk's K and V are loaded into registers while the current one is computed (the loop
+// is otherwise bound by global-load latency: ~8 us per chunk measured without it).
+template <int D, typename KV, bool QLO, bool KVLO>
+__global__ void __launch_bounds__(kWarps * 32)
+    attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads, int KVH,
+                        int rep, int bs, float scale_log2, bf16* act) {
+  constexpr int KS = D / 16;  // mma k-steps over the head dim (S = q·K^T)
+  constexpr int NO = D / 8;   // output n-tiles (O = P·V)
+  constexpr int NS = kKeys / 8;
+  constexpr int LD = D + 8;
+  constexpr int QP = QLO ? 2 : 1, KP = KVLO ? 2 : 1;
+  constexpr int NT = kWarps * 32;
+  constexpr int E = kKeys * D / 4 / NT;  // 4-element groups of K (and of V) per thread per chunk
+  static_assert(kKeys * D / 4 % NT == 0, "whole groups per thread");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16* qs = reinterpret_cast<bf16*>(smem_raw);  // [QP][kTileQ][LD]
+  bf16* ks = qs + QP * kTileQ * LD;              // [KP][kKeys][LD]
+  bf16* vs = ks + KP * kKeys * LD;               // [KP][kKeys][LD]
+  const int tile = tile_off + blockIdx.x, kvh = blockIdx.y;
+  const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
+  const int t = threadIdx.x, w = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
+  const size_t QD = size_t(heads) * D;
+  const int ctx = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
+  const int32_t* bt = m.bt + m.bt_off[r0];
+
+  float4 kr[E], vr[E];  // the chunk in flight
+  auto fetch = [&](int j0) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4)), key = j0 + j;
+      kr[i] = vr[i] = make_float4(0, 0, 0, 0);
+      if (key < ctx) {
+        const size_t off = ((size_t(bt[key / bs]) * bs + key % bs) * KVH + kvh) * D + d;
+        kr[i] = load4(kc + off);
+        vr[i] = load4(vc + off);
+      }
+    }
+  };
+  auto stash = [&] {
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4));
+      uint2 kh, kl, vh, vl;
+      split2<KVLO>(kr[i].x, kr[i].y, kh.x, kl.x);
+      split2<KVLO>(kr[i].z, kr[i].w, kh.y, kl.y);
+      split2<KVLO>(vr[i].x, vr[i].y, vh.x, vl.x);
+      split2<KVLO>(vr[i].z, vr[i].w, vh.y, vl.y);
+      *reinterpret_cast<uint2*>(&ks[j * LD + d]) = kh;
+      *reinterpret_cast<uint2*>(&vs[j * LD + d]) = vh;
+      if (KVLO) {
+        *reinterpret_cast<uint2*>(&ks[(kKeys + j) * LD + d]) = kl;
+        *reinterpret_cast<uint2*>(&vs[(kKeys + j) * LD + d]) = vl;
+      }
+    }
+  };
+  fetch(0);
+
+  // q tile -> shared memory as bf16 planes: query vector qi = row qi / rep, head qi % rep.
+  for (int e = t; e < kTileQ * D / 2; e += NT) {
+    const int qi = e / (D / 2), d = 2 * (e % (D / 2)), row = qi / rep, h = qi % rep;
+    float2 v = make_float2(0, 0);
+    if (row < nr) v = *reinterpret_cast<const float2*>(q + size_t(r0 + row) * QD + size_t(kvh * rep + h) * D + d);
+    uint32_t hi, lo;
+    split2<QLO>(v.x, v.y, hi, lo);
+    *reinterpret_cast<uint32_t*>(&qs[qi * LD + d]) = hi;
+    if (QLO) *reinterpret_cast<uint32_t*>(&qs[(kTileQ + qi) * LD + d]) = lo;
+  }
+  // This thread's two query vectors: rows g and g + 8 of its warp's 16 (-1: past the tile).
+  int qpos[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = (w * 16 + g + 8 * i) / rep;
+    qpos[i] = row < nr ? m.pos[r0 + row] : -1;
+  }
+  // Where this lane's ldmatrix rows start in the warp's 16 q rows (see ldsm_x4).
+  const bf16* qrow = &qs[(w * 16 + lane % 16) * LD + (lane / 16) * 8];
+
+  float o[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+  float mrun[2] = {-INFINITY, -INFINITY}, lrun[2] = {0, 0};
+
+  for (int j0 = 0; j0 < ctx; j0 += kKeys) {
+    __syncthreads();  // the previous chunk is consumed (and, the first time, q is written)
+    stash();
+    __syncthreads();
+    if (j0 + kKeys < ctx) fetch(j0 + kKeys);
+
+    // S = q · K^T over this chunk: the warp's 16 query vectors x 32 keys.
+    float s[NS][4];
+#pragma unroll
+    for (int n = 0; n < NS; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      uint32_t qh[4], ql[4];
+      ldsm_x4(qh, qrow + kk * 16);
+      if (QLO) ldsm_x4(ql, qrow + kTileQ * LD + kk * 16);
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        const bf16* kp = &ks[(n * 8 + g) * LD + kk * 16 + 2 * tq];
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kp), b1 = *reinterpret_cast<const uint32_t*>(kp + 8);
+        mma(s[n], qh, b0, b1);
+        if (QLO) mma(s[n], ql, b0, b1);
+        if (KVLO) {
+          const bf16* kl = kp + kKeys * LD;
+          mma(s[n], qh, *reinterpret_cast<const uint32_t*>(kl), *reinterpret_cast<const uint32_t*>(kl + 8));
+        }
+      }
+    }
+
+    // Causal mask and online softmax; s becomes P (unnormalised), o is rescaled.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int key = j0 + n * 8 + 2 * tq + c;
+          float& v = s[n][2 * i + c];
+          v = key <= qpos[i] ? v * scale_log2 : -INFINITY;
+          mx = fmaxf(mx, v);
+        }
+      const float m_new = fmaxf(mrun[i], quad_max(mx));
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: exp2(-inf) = 0
+      const float corr = exp2f(mrun[i] - m_use);
+      float sum = 0;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          float& v = s[n][2 * i + c];
+          v = exp2f(v - m_use);
+          sum += v;
+        }
+      lrun[i] = lrun[i] * corr + quad_sum(sum);
+      mrun[i] = m_new;
+#pragma unroll
+      for (int n = 0; n < NO; ++n) {
+        o[n][2 * i] *= corr;
+        o[n][2 * i + 1] *= corr;
+      }
+    }
+
+    // O += P · V: S's accumulator layout is the A fragment's, 16 keys (two n-tiles) per k-step.
+#pragma unroll
+    for (int c = 0; c < kKeys / 16; ++c) {
+      uint32_t ph[4], pl[4];
+      split2<QLO>(s[2 * c][0], s[2 * c][1], ph[0], pl[0]);
+      split2<QLO>(s[2 * c][2], s[2 * c][3], ph[1], pl[1]);
+      split2<QLO>(s[2 * c + 1][0], s[2 * c + 1][1], ph[2], pl[2]);
+      split2<QLO>(s[2 * c + 1][2], s[2 * c + 1][3], ph[3], pl[3]);
+      const bf16* vrow = &vs[(c * 16 + lane % 16) * LD];
+#pragma unroll
+      for (int n = 0; n < NO; ++n) {
+        uint32_t b0, b1;
+        ldsm_x2_trans(b0, b1, vrow + n * 8);
+        mma(o[n], ph, b0, b1);
+        if (QLO) mma(o[n], pl, b0, b1);
+        if (KVLO) {
+          ldsm_x2_trans(b0, b1, vrow + kKeys * LD + n * 8);
+          mma(o[n], ph, b0, b1);
+        }
+      }
+    }
+  }
+
+  const int planes = QLO ? 2 : 1;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (qpos[i] < 0) continue;
+    const int qi = w * 16 + g + 8 * i;
+    const size_t base = size_t(r0 + qi / rep) * QD + size_t(kvh * rep + qi % rep) * D;
+    const float inv = 1.0f / lrun[i];
+#pragma unroll
+    for (int n = 0; n < NO; ++n)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) store_act(o[n][2 * i + c] * inv, act, base + n * 8 + 2 * tq + c, size_t(T) * QD, planes);
+  }
+}
+
+template <int D, typename KV, bool QLO>
+void launch_q(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads, int KVH,
+              int rep, int bs, float sl, bf16* act, cudaStream_t s) {
+  constexpr bool kvlo = sizeof(KV) == 4;
+  constexpr size_t bytes = prefill_smem_bytes<D, QLO, kvlo>();
+  auto* kernel = attn_prefill_kernel<D, KV, QLO, kvlo>;
+  static const bool sized = [&] {  // past the 48 KB default for the precise planes
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    return true;
+  }();
+  (void)sized;
+  kernel<<<grid, kWarps * 32, bytes, s>>>(q, kc, vc, m, T, tile_off, heads, KVH, rep, bs, sl, act);
+}
+
+template <int D, typename KV>
+void launch(dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off, int heads,
+            int KVH, int rep, int bs, float sl, bf16* act, cudaStream_t s) {
+  if (qlo)
+    launch_q<D, KV, true>(grid, q, kc, vc, m, T, tile_off, heads, KVH, rep, bs, sl, act, s);
+  else
+    launch_q<D, KV, false>(grid, q, kc, vc, m, T, tile_off, heads, KVH, rep, bs, sl, act, s);
+}
+
+template <typename KV>
+void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tile_off,
+              int heads, int KVH, int bs, bf16* act, cudaStream_t s) {
+  const float scale_log2 = 1.4426950408889634f / sqrtf(float(D));  // softmax in the log2 domain
+  const int rep = heads / KVH;
+  if (D == 128)
+    launch<128, KV>(grid, qlo, q, kc, vc, m, T, tile_off, heads, KVH, rep, bs, scale_log2, act, s);
+  else
+    launch<64, KV>(grid, qlo, q, kc, vc, m, T, tile_off, heads, KVH, rep, bs, scale_log2, act, s);
+}
+
+}  // namespace
+
+int attn_rows_per_tile(int heads, int kv_heads) { return kTileQ / (heads / kv_heads); }
+
+void attention_prefill(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T,
+                       int tile_off, int tiles, int heads, int kv_heads, int D, int block_size, int planes, bf16* act,
+                       cudaStream_t s) {
+  const dim3 grid(tiles, kv_heads);
+  if (kv_bf16)
+    launch_d<bf16>(D, grid, planes == 2, q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T,
+                   tile_off, heads, kv_heads, block_size, act, s);
+  else
+    launch_d<float>(D, grid, planes == 2, q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T,
+                    tile_off, heads, kv_heads, block_size, act, s);
+}
+
+}  // namespace eec
