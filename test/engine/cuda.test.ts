@@ -146,6 +146,30 @@ gpu('CUDA backend: kernels against each other and the CPU', () => {
     expect(worst).toBeLessThan(bound);
   });
 
+  // Decode attention by the number of rows: beyond 64 rows partitions of 128 keys on tensor cores
+  // (attn_decode_mma_kernel), one row alone the CUDA-core tile kernel. 80 sequences of 20-573
+  // tokens decoded together against each decoded alone, in every activation x KV precision.
+  it.each([
+    [true, 'float32', 2e-3],
+    [true, 'bfloat16', 2e-2],
+    [false, 'float32', 0.1],
+    [false, 'bfloat16', 0.1],
+  ] as const)('80 decode rows together (tensor cores) and one by one agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
+    const g = await load({ precise, kvCacheDtype, kvBlocks: 4096 });
+    const seqs = Array.from({ length: 80 }, (_, i) => {
+      const len = 20 + 7 * i;
+      return { prompt: Int32Array.from(randomTokens(len, 300 + i)), table: Int32Array.from({ length: 40 }, (_, j) => 40 * i + j) };
+    });
+    for (let i = 0; i < seqs.length; i += 16)
+      await g.forward(seqs.slice(i, i + 16).map((s) => ({ tokens: s.prompt, startPos: 0, blockTable: s.table, logits: 1 as const })));
+    const step = seqs.map((s, i) => ({ tokens: Int32Array.from([3 + (i % 50)]), startPos: s.prompt.length, blockTable: s.table, logits: 1 as const }));
+    const together = await g.forward(step);
+    let worst = 0;
+    for (const [i, row] of step.entries()) worst = Math.max(worst, maxAbsDiff(await g.forward([row]), together.subarray(i * V, (i + 1) * V)));
+    console.log(`[cuda] precise ${precise}, KV ${kvCacheDtype}: 80 decode rows together vs one by one, max |logit diff| ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(bound);
+  });
+
   it('the small-batch GEMV and cuBLAS give the same logits within float rounding', async () => {
     const mine = await load({}, { ERNIE_CUDA_GEMV_MAX_M: '16' }); // the GEMV for every row count here
     const blas = await load({}, { ERNIE_CUDA_NO_GEMV: '1' });

@@ -1,20 +1,16 @@
 // Decode attention: one query row (REP query heads per KV head) against its paged keys, split into
-// key partitions (flash-decoding) that a combine kernel merges. fp32 arithmetic on CUDA cores: the
-// work per key is small (REP dot products of D), the cost is reading K and V, so the kernel is laid
-// out for memory-level parallelism rather than for FLOPs.
-// Block: NWK = P / 32 warps over keys for a partition of P keys (P = part_keys: 32, 64 or 128) and
-// NWH warps over groups of query heads; warp (wk, wh) takes keys k0 + 32 wk .. +31 for REP / NWH
-// heads, so no warp loops over chunks and no block barrier sits between a load and its use:
-// - scores: one key per lane, its REP dot products against q read from shared memory as broadcasts
-//   (K rows read 32 dims at a time in 16-byte loads, all in flight);
-// - the chunk's softmax across lanes (max, exp, sum per head);
-// - P·V with lanes over dims (D/32 each): V rows read coalesced 8 at a time, p from shared memory;
-// - the warps' (max, sum, acc) merged in warp order through shared memory.
-// NOTE: this replaced tiles of 4 warps x 4 query vectors that staged each 32-key chunk through
-// shared memory between two barriers: measured on the H200 at 256 rows of 384 keys, 161 us per
-// layer (12.5% occupancy, latency-bound), ~75% of a 256-row decode step.
+// key partitions (flash-decoding) that a combine kernel merges in a fixed order.
+// - Up to 8 rows (partitions of 32 keys, many small blocks for parallelism): attn_tile_kernel, fp32
+//   on CUDA cores, 4 warps x 4 query vectors, each 32-key chunk staged through shared memory.
+// - Beyond (partitions of 64 / 128 keys): attn_decode_mma_kernel, the REP heads as the M rows of
+//   tensor-core mmas. Measured on the H200 at 256 rows of 384 keys, per layer: 81 us with a bf16
+//   cache against 145 us for the best CUDA-core kernel tried (a warp per 32-key chunk, one key per
+//   lane: ~9k instructions per warp per chunk, latency-bound at 1.6 TB/s); with an fp32 cache
+//   about even (145 / 135 us, the fp32 V fragments being built by hand); whole 256-row decode steps
+//   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
 #include "device.cuh"
 #include "kernels.cuh"
+#include "mma.cuh"
 
 #include <algorithm>
 
@@ -23,52 +19,14 @@ namespace eec {
 namespace {
 
 constexpr int kWarpKeys = 32;
-constexpr int kBatch = 8;  // V rows in flight per lane
 constexpr int kTargetBlocks = 2048;
-
-// Dims [lane * DL, lane * DL + DL) of one cache row as floats.
-template <int DL>
-__device__ __forceinline__ void load_dims(const float* p, float* out) {
-  if constexpr (DL == 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-  } else {
-    const float2 v = *reinterpret_cast<const float2*>(p);
-    out[0] = v.x, out[1] = v.y;
-  }
-}
-template <int DL>
-__device__ __forceinline__ void load_dims(const bf16* p, float* out) {
-  if constexpr (DL == 4) {
-    const float4 v = load4(p);
-    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-  } else {
-    const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-    out[0] = v.x, out[1] = v.y;
-  }
-}
-
-// Few rows (P = 32): tiles of 4 warps x 4 query vectors (REP used), each 32-key chunk staged
-// through shared memory (K [32][D + 4], V [32][D]), lane j scoring key j against its warp's
-// queries. Measured on the H200 at one row: 1,220 tok/s single stream against 956 for
-// attn_decode_kernel with 4 warps over head groups (whose lanes each walk a whole key row).
 constexpr int kChunk = 32;
 
-// 16 bytes of a cache row as floats: 4 fp32 or 8 bf16 elements.
-__device__ __forceinline__ void load16(const float* p, float* out) {
-  const float4 v = *reinterpret_cast<const float4*>(p);
-  out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-}
-__device__ __forceinline__ void load16(const bf16* p, float* out) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-    out[2 * i] = f.x, out[2 * i + 1] = f.y;
-  }
-}
-
+// Few rows: tiles of NW warps x QPW query vectors (REP used) of one row and KV head, one key
+// partition; each 32-key chunk staged through shared memory (K [32][D + 4], V [32][D]), lane j
+// scoring key j against its warp's queries, online softmax per query. Measured on the H200 at one
+// row: 1,220 tok/s single stream against 956 for a warp-per-chunk kernel (whose lanes each walk a
+// whole key row: a long serial path when there are few blocks).
 template <int REP, int D, typename KV, int NW, int QPW>
 __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
                                                          int tile_off, int heads, int KVH, int bs, int P, int NP, float scale,
@@ -182,173 +140,6 @@ __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, cons
   }
 }
 
-// NWK warps over key chunks x NWH warps over groups of REP / NWH query heads (see attention_t).
-template <int REP, int D, typename KV, int NWK, int NWH>
-__global__ void __launch_bounds__(NWK * NWH * 32, 16 / (NWK * NWH))  // <= 128 registers: 16 warps per SM
-    attn_decode_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs, int NP,
-                       float scale, int planes, float* part_acc, float* part_ml, bf16* act) {
-  constexpr int P = NWK * kWarpKeys;  // keys per partition
-  constexpr int HW = REP / NWH;       // query heads per warp
-  constexpr int NT = NWK * NWH * 32;
-  constexpr int DL = D / 32;
-  static_assert(D % 32 == 0 && REP % NWH == 0, "whole K batches and head groups");
-  const int g = blockIdx.y;
-  const int r = m.tile_row[blockIdx.x];
-  const int ctx = m.pos[r] + 1;
-  if (int(blockIdx.z) * P >= ctx) return;
-  __shared__ __align__(16) float qs[REP][D];
-  __shared__ float wm[NWK][REP], wl[NWK][REP];
-  // Scratch shared by each warp's p[h][key] (softmax -> P·V) and, after a barrier, the warps'
-  // accumulators for the merge (wacc[NWK][REP][D]); one buffer keeps REP = 16 under 48 KB.
-  constexpr int kPs = NWK * NWH * HW * kWarpKeys, kAcc = NWK > 1 ? NWK * REP * D : 0;
-  __shared__ __align__(16) float scratch[kPs > kAcc ? kPs : kAcc];
-  float(*const wacc)[REP][D] = reinterpret_cast<float(*)[REP][D]>(scratch);
-  float(*const ps)[HW][kWarpKeys] = reinterpret_cast<float(*)[HW][kWarpKeys]>(scratch);
-  const int t = threadIdx.x, w = t / 32, lane = t % 32, wk = w % NWK, h0 = (w / NWK) * HW;
-  const size_t QD = size_t(heads) * D;
-  for (int e = t; e < REP * D / 4; e += NT) {
-    const int h = e / (D / 4), d = 4 * (e % (D / 4));
-    *reinterpret_cast<float4*>(&qs[h][d]) =
-        *reinterpret_cast<const float4*>(q + size_t(r) * QD + size_t(g * REP + h) * D + d);
-  }
-  __syncthreads();
-  const int32_t* bt = m.bt + m.bt_off[r];
-  const int bmask = bs - 1, bshift = __ffs(bs) - 1;
-  const bool pow2 = (bs & bmask) == 0;  // the usual block sizes: a shift, not an integer division
-  const auto row_of = [&](const KV* cache, int key) {
-    int b, o;
-    if (pow2) {
-      b = key >> bshift;
-      o = key & bmask;
-    } else {
-      b = key / bs;
-      o = key - b * bs;
-    }
-    return cache + ((size_t(bt[b]) * bs + o) * KVH + g) * D;
-  };
-
-  // Partitions blockIdx.z, + gridDim.z, ... (fewer blocks than partitions when rows are many).
-  for (int p = blockIdx.z; p * P < ctx; p += gridDim.z) {
-    const int j0 = p * P + kWarpKeys * wk;  // this warp's first key
-    const int n = max(0, min(kWarpKeys, ctx - j0));
-
-    // Scores of this lane's key (lanes past n load the last key and are masked).
-    float s[HW];
-#pragma unroll
-    for (int h = 0; h < HW; ++h) s[h] = 0;
-    if (n > 0) {
-      const KV* kp = row_of(kc, j0 + min(lane, n - 1));
-      constexpr int EPL = 16 / sizeof(KV), LB = 32 / EPL;  // 16-byte loads: 32 dims in flight per lane
-#pragma unroll
-      for (int d0 = 0; d0 < D; d0 += 32) {
-        float kv[LB][EPL];
-#pragma unroll
-        for (int i = 0; i < LB; ++i) load16(kp + d0 + EPL * i, kv[i]);
-#pragma unroll
-        for (int i = 0; i < LB; ++i)
-#pragma unroll
-          for (int c = 0; c < EPL; c += 4)
-#pragma unroll
-            for (int h = 0; h < HW; ++h) {
-              const float4 q4 = *reinterpret_cast<const float4*>(&qs[h0 + h][d0 + EPL * i + c]);
-              s[h] = fmaf(q4.x, kv[i][c], s[h]);
-              s[h] = fmaf(q4.y, kv[i][c + 1], s[h]);
-              s[h] = fmaf(q4.z, kv[i][c + 2], s[h]);
-              s[h] = fmaf(q4.w, kv[i][c + 3], s[h]);
-            }
-      }
-    }
-    float mw[HW], lw[HW];
-    float(*pw)[kWarpKeys] = ps[w];  // this warp's p[h][key], read back 4 keys at a time
-#pragma unroll
-    for (int h = 0; h < HW; ++h) {
-      const float sc = lane < n ? s[h] * scale : -INFINITY;
-      mw[h] = warp_max(sc);  // -inf for a warp past the context
-      const float pr = lane < n ? expf(sc - mw[h]) : 0.0f;
-      lw[h] = warp_sum(pr);
-      pw[h][lane] = pr;
-    }
-    __syncwarp();
-
-    // acc[h][d] = sum_j p[h][j] * V[j][lane * DL + d].
-    float acc[HW][DL];
-#pragma unroll
-    for (int h = 0; h < HW; ++h)
-#pragma unroll
-      for (int d = 0; d < DL; ++d) acc[h][d] = 0;
-    for (int jb = 0; jb < n; jb += kBatch) {  // n is warp-uniform: every lane takes part in the shuffles
-      float v[kBatch][DL];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (jb + i < n)
-          load_dims<DL>(row_of(vc, j0 + jb + i) + lane * DL, v[i]);
-        else
-#pragma unroll
-          for (int d = 0; d < DL; ++d) v[i][d] = 0;
-      }
-#pragma unroll
-      for (int i4 = 0; i4 < kBatch; i4 += 4)
-#pragma unroll
-        for (int h = 0; h < HW; ++h) {
-          const float4 p4 = *reinterpret_cast<const float4*>(&pw[h][jb + i4]);  // a broadcast
-          const float pj[4] = {p4.x, p4.y, p4.z, p4.w};
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int d = 0; d < DL; ++d) acc[h][d] = fmaf(pj[i], v[i4 + i][d], acc[h][d]);
-        }
-    }
-    __syncwarp();  // pw is rewritten by the next partition (NWK == 1) or becomes wacc (after a barrier)
-
-    // Head h's (max M, sum L, acc O) -> act directly, or a partial for the combine kernel.
-    const auto emit = [&](int h, int d, float M, float L, float O) {
-      if (NP == 1) {
-        store_act(O / L, act, size_t(r) * QD + size_t(g * REP + h) * D + d, size_t(T) * QD, planes);
-      } else {
-        const size_t base = ((size_t(blockIdx.x) * KVH + g) * NP + p) * REP + h;
-        part_acc[base * D + d] = O;
-        if (d == 0) {
-          part_ml[base * 2] = M;
-          part_ml[base * 2 + 1] = L;
-        }
-      }
-    };
-    if (NWK == 1) {
-#pragma unroll
-      for (int h = 0; h < HW; ++h)
-#pragma unroll
-        for (int d = 0; d < DL; ++d) emit(h0 + h, lane * DL + d, mw[h], lw[h], acc[h][d]);
-      continue;
-    }
-    __syncthreads();  // every warp is done with its p (the scratch becomes wacc)
-#pragma unroll
-    for (int h = 0; h < HW; ++h) {
-      if (lane == 0) {
-        wm[wk][h0 + h] = mw[h];
-        wl[wk][h0 + h] = lw[h];
-      }
-#pragma unroll
-      for (int d = 0; d < DL; ++d) wacc[wk][h0 + h][lane * DL + d] = acc[h][d];
-    }
-    __syncthreads();
-    for (int e = t; e < REP * D; e += NT) {  // the partition's first warp holds a key: M is finite
-      const int h = e / D, d = e % D;
-      float M = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < NWK; ++i) M = fmaxf(M, wm[i][h]);
-      float L = 0, O = 0;
-#pragma unroll
-      for (int i = 0; i < NWK; ++i) {
-        const float f = wm[i][h] == -INFINITY ? 0.0f : expf(wm[i][h] - M);
-        L += wl[i][h] * f;
-        O += wacc[i][h][d] * f;
-      }
-      emit(h, d, M, L, O);
-    }
-    __syncthreads();  // wm / wacc are reused by the next partition
-  }
-}
-
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
                                     int D, int P, int NP, int planes, bf16* act) {
   const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
@@ -368,23 +159,281 @@ __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml,
   store_act(O / L, act, size_t(r) * QD + size_t(h) * D + t, size_t(T) * QD, planes);
 }
 
-// Warps per block by partition size: NWK = P / 32 over keys, and over query heads as many as keep
-// the block at 4 warps; P = 32 (few rows) takes attn_tile_kernel.
+// ---- tensor-core decode (rows beyond 8) -------------------------------------------------------------
+// The REP query heads of one KV head are the M rows of mma.sync m16n8k16 (head h in row h, REP <= 16,
+// rows past REP zero), so one K row is read once for all of them and the FLOPs go to tensor cores:
+// measured on the H200 the CUDA-core version spent ~9k instructions per warp per 32 keys and stayed
+// latency-bound at 1.6 TB/s. Block: NWK = P / 32 warps, warp wk one 32-key chunk of the partition.
+// - S = q · K^T: K rows read straight from global memory in 16-byte pieces. The dot product does
+//   not care in which order the dims are summed, so the k index of the fragments is permuted:
+//   lane t of an mma row group loads dims [d0 + 8t, d0 + 8t + 8) of its key (one 16-byte bf16
+//   load, or two fp32 ones) and uses them as b0, b1 of two k-steps; q's A fragments are loaded
+//   with the same permutation. (Fragment layout: see mma() in mma.cuh.)
+// - V goes to shared memory with cp.async (no registers held while in flight) and is read as B
+//   fragments: ldmatrix.trans for bf16, pairs of fp32 split into hi / lo for an fp32 cache.
+// - Precision as in attn_prefill.cu: with two planes q and P are split hi / lo, an fp32 cache's K
+//   and V too, three mmas per product (bf16x3, fp32-grade).
+
+template <int D, typename KV>
+__host__ __device__ constexpr int dec_v_ld() {  // V tile row stride (elements): conflict-free fragment reads
+  return sizeof(KV) == 2 ? D + 8 : D + 4;
+}
+template <int REP, int D, typename KV, int NWK>
+constexpr size_t dec_mma_smem() {
+  const size_t v = size_t(NWK) * kWarpKeys * dec_v_ld<D, KV>() * sizeof(KV);
+  const size_t acc = size_t(NWK) * REP * D * sizeof(float);
+  return v > acc ? v : acc;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+// 8 consecutive cache elements as 4 bf16 pairs (hi) and, for fp32, their lo pairs.
+__device__ __forceinline__ void load8_pairs(const bf16* p, uint32_t* hi, uint32_t*) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  hi[0] = u.x, hi[1] = u.y, hi[2] = u.z, hi[3] = u.w;
+}
+__device__ __forceinline__ void load8_pairs(const float* p, uint32_t* hi, uint32_t* lo) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  split2<true>(a.x, a.y, hi[0], lo[0]);
+  split2<true>(a.z, a.w, hi[1], lo[1]);
+  split2<true>(b.x, b.y, hi[2], lo[2]);
+  split2<true>(b.z, b.w, hi[3], lo[3]);
+}
+
+template <int REP, int D, typename KV, bool QLO, int NWK>
+__global__ void __launch_bounds__(NWK * 32)
+    attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
+                           int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
+  constexpr bool KVLO = sizeof(KV) == 4;
+  constexpr int P = NWK * kWarpKeys, NT = NWK * 32;
+  constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
+  constexpr int NO = D / 8;      // output n-tiles
+  constexpr int LDV = dec_v_ld<D, KV>();
+  static_assert(REP <= 16 && D % 32 == 0, "REP <= 16 heads in the mma rows");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ float wm[NWK][16], wl[NWK][16];
+  const int kvh = blockIdx.y;
+  const int r = m.tile_row[blockIdx.x];
+  const int ctx = m.pos[r] + 1;
+  if (int(blockIdx.z) * P >= ctx) return;
+  const int t = threadIdx.x, wk = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
+  const size_t QD = size_t(heads) * D;
+  KV* vs = reinterpret_cast<KV*>(smem_raw) + size_t(wk) * kWarpKeys * LDV;  // this warp's V tile
+  float* wacc = reinterpret_cast<float*>(smem_raw);                          // [NWK][REP][D], after V
+
+  // q's A fragments in the permuted k order: pass ps, k-step j: a0 / a2 = dims d0 + 8t + 4j + {0,1}
+  // / {2,3} of head g (a1 / a3: head g + 8).
+  uint32_t qh[NPASS][2][4], ql[QLO ? NPASS : 1][2][4];
+#pragma unroll
+  for (int ps = 0; ps < NPASS; ++ps)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int h = g + 8 * i;
+      float4 a = make_float4(0, 0, 0, 0), b = a;
+      if (h < REP) {
+        const float* qp = q + size_t(r) * QD + size_t(kvh * REP + h) * D + 32 * ps + 8 * tq;
+        a = *reinterpret_cast<const float4*>(qp);
+        b = *reinterpret_cast<const float4*>(qp + 4);
+      }
+      uint32_t dummy;
+      split2<QLO>(a.x, a.y, qh[ps][0][i], QLO ? ql[QLO ? ps : 0][0][i] : dummy);
+      split2<QLO>(a.z, a.w, qh[ps][0][2 + i], QLO ? ql[QLO ? ps : 0][0][2 + i] : dummy);
+      split2<QLO>(b.x, b.y, qh[ps][1][i], QLO ? ql[QLO ? ps : 0][1][i] : dummy);
+      split2<QLO>(b.z, b.w, qh[ps][1][2 + i], QLO ? ql[QLO ? ps : 0][1][2 + i] : dummy);
+    }
+
+  const int32_t* bt = m.bt + m.bt_off[r];
+  const int bmask = bs - 1, bshift = __ffs(bs) - 1;
+  const bool pow2 = (bs & bmask) == 0;
+  const auto row_of = [&](const KV* cache, int key) {
+    int b, o;
+    if (pow2) {
+      b = key >> bshift;
+      o = key & bmask;
+    } else {
+      b = key / bs;
+      o = key - b * bs;
+    }
+    return cache + ((size_t(bt[b]) * bs + o) * KVH + kvh) * D;
+  };
+
+  for (int p = blockIdx.z; p * P < ctx; p += gridDim.z) {
+    const int j0 = p * P + kWarpKeys * wk;
+    const int n = max(0, min(kWarpKeys, ctx - j0));  // this warp's keys (0: past the context)
+    float mw[2] = {-INFINITY, -INFINITY}, lw[2] = {0, 0};
+    float o[NO][4];
+#pragma unroll
+    for (int i = 0; i < NO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0;
+    if (n > 0) {
+      // V tile -> shared memory, in flight while S is computed (keys past n repeat the last).
+      constexpr int CPR = D * int(sizeof(KV)) / 16;  // 16-byte pieces per row
+#pragma unroll 4
+      for (int c = lane; c < kWarpKeys * CPR; c += 32) {
+        const int j = c / CPR, piece = c % CPR;
+        cp_async16(vs + j * LDV + piece * (16 / int(sizeof(KV))),
+                   row_of(vc, j0 + min(j, n - 1)) + piece * (16 / int(sizeof(KV))));
+      }
+      // S: 4 n-tiles of 8 keys; lane g's B column is key 8 jn + g.
+      float s[4][4];
+      const KV* kr[4];
+#pragma unroll
+      for (int jn = 0; jn < 4; ++jn) {
+        s[jn][0] = s[jn][1] = s[jn][2] = s[jn][3] = 0;
+        kr[jn] = row_of(kc, j0 + min(8 * jn + g, n - 1)) + 8 * tq;
+      }
+#pragma unroll
+      for (int ps = 0; ps < NPASS; ++ps)
+#pragma unroll
+        for (int jn = 0; jn < 4; ++jn) {
+          uint32_t bh[4], bl[4];
+          load8_pairs(kr[jn] + 32 * ps, bh, bl);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            mma(s[jn], qh[ps][j], bh[2 * j], bh[2 * j + 1]);
+            if (QLO) mma(s[jn], ql[QLO ? ps : 0][j], bh[2 * j], bh[2 * j + 1]);
+            if (KVLO) mma(s[jn], qh[ps][j], bl[2 * j], bl[2 * j + 1]);
+          }
+        }
+      // Softmax over the chunk per row (head); rows g (i = 0) and g + 8 (i = 1).
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int jn = 0; jn < 4; ++jn)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            float& v = s[jn][2 * i + c];
+            v = 8 * jn + 2 * tq + c < n ? v * scale_log2 : -INFINITY;
+            mx = fmaxf(mx, v);
+          }
+        mx = quad_max(mx);  // finite: key 0 of the chunk is valid
+        float sum = 0;
+#pragma unroll
+        for (int jn = 0; jn < 4; ++jn)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            float& v = s[jn][2 * i + c];
+            v = exp2f(v - mx);
+            sum += v;
+          }
+        mw[i] = mx;
+        lw[i] = quad_sum(sum);
+      }
+      cp_async_wait_all();
+      __syncwarp();
+      // O += P · V, two k-steps of 16 keys.
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        uint32_t ph[4], pl[4];
+        split2<QLO>(s[2 * c][0], s[2 * c][1], ph[0], pl[0]);
+        split2<QLO>(s[2 * c][2], s[2 * c][3], ph[1], pl[1]);
+        split2<QLO>(s[2 * c + 1][0], s[2 * c + 1][1], ph[2], pl[2]);
+        split2<QLO>(s[2 * c + 1][2], s[2 * c + 1][3], ph[3], pl[3]);
+#pragma unroll
+        for (int nn = 0; nn < NO; ++nn) {
+          if constexpr (KVLO) {
+            const float* v0 = reinterpret_cast<const float*>(vs) + (16 * c + 2 * tq) * LDV + 8 * nn + g;
+            uint32_t bh0, bh1, bl0, bl1;
+            split2<true>(v0[0], v0[LDV], bh0, bl0);
+            split2<true>(v0[8 * LDV], v0[9 * LDV], bh1, bl1);
+            mma(o[nn], ph, bh0, bh1);
+            if (QLO) mma(o[nn], pl, bh0, bh1);
+            mma(o[nn], ph, bl0, bl1);
+          } else {
+            uint32_t b0, b1;
+            ldsm_x2_trans(b0, b1, reinterpret_cast<const bf16*>(vs) + (16 * c + lane % 16) * LDV + 8 * nn);
+            mma(o[nn], ph, b0, b1);
+            if (QLO) mma(o[nn], pl, b0, b1);
+          }
+        }
+      }
+    }
+
+    // Head h's (max M in the log2 domain, sum L, acc O) -> act, or a partial for the combine
+    // kernel (which works in the natural-log domain: M is converted).
+    const auto emit = [&](int h, int d, float M, float L, float O) {
+      if (NP == 1) {
+        store_act(O / L, act, size_t(r) * QD + size_t(kvh * REP + h) * D + d, size_t(T) * QD, QLO ? 2 : 1);
+      } else {
+        const size_t base = ((size_t(blockIdx.x) * KVH + kvh) * NP + p) * REP + h;
+        part_acc[base * D + d] = O;
+        if (d == 0) {
+          part_ml[base * 2] = M * 0.6931471805599453f;  // log2 -> ln
+          part_ml[base * 2 + 1] = L;
+        }
+      }
+    };
+    __syncthreads();  // every warp is done with its V tile: the buffer becomes wacc
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int h = g + 8 * i;
+      if (h >= REP) continue;
+      if (tq == 0) {
+        wm[wk][h] = mw[i];
+        wl[wk][h] = lw[i];
+      }
+#pragma unroll
+      for (int nn = 0; nn < NO; ++nn)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) wacc[(size_t(wk) * REP + h) * D + 8 * nn + 2 * tq + c] = o[nn][2 * i + c];
+    }
+    __syncthreads();
+    for (int e = t; e < REP * D; e += NT) {  // warp 0 holds the partition's first key: M is finite
+      const int h = e / D, d = e % D;
+      float M = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < NWK; ++i) M = fmaxf(M, wm[i][h]);
+      float L = 0, O = 0;
+#pragma unroll
+      for (int i = 0; i < NWK; ++i) {
+        const float f = wm[i][h] == -INFINITY ? 0.0f : exp2f(wm[i][h] - M);
+        L += wl[i][h] * f;
+        O += wacc[(size_t(i) * REP + h) * D + d] * f;
+      }
+      emit(h, d, M, L, O);
+    }
+    __syncthreads();  // wacc / the V tiles are reused by the next partition
+  }
+}
+
+template <int REP, int D, typename KV, bool QLO, int NWK>
+void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
+                int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
+  constexpr size_t bytes = dec_mma_smem<REP, D, KV, NWK>();
+  auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;
+  static const bool sized = [&] {  // past the 48 KB default for an fp32 cache; once per kernel
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    return true;
+  }();
+  (void)sized;
+  const float sl = scale * 1.4426950408889634f;  // the kernel's softmax is in the log2 domain
+  kernel<<<grid, NWK * 32, bytes, s>>>(q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
+}
+
+// P = 32 (up to 8 rows): the tile kernel; P = 64 / 128: tensor cores with 2 / 4 warps.
 template <int REP, int D, typename KV>
 void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                int bs, int NP, float scale, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
-#define EEC_NW(K, H)                                                                                               \
-  attn_decode_kernel<REP, D, KV, K, H><<<grid, K * H * 32, 0, s>>>(q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, \
-                                                                  pa, pm, act)
-  constexpr int h2 = REP < 2 ? REP : 2;
+#define EEC_MMA(QLO, NWK) \
+  launch_mma<REP, D, KV, QLO, NWK>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s)
   if (nwk == 1)
     attn_tile_kernel<REP, D, KV, 4, 4><<<dim3(grid.x, grid.y, NP), 128, 0, s>>>(q, kc, vc, m, T, 0, heads, KVH, bs,
                                                                               kWarpKeys, NP, scale, planes, pa, pm, act);
+  else if (nwk == 2 && planes == 2)
+    EEC_MMA(true, 2);
   else if (nwk == 2)
-    EEC_NW(2, h2);
+    EEC_MMA(false, 2);
+  else if (planes == 2)
+    EEC_MMA(true, 4);
   else
-    EEC_NW(4, 1);
-#undef EEC_NW
+    EEC_MMA(false, 4);
+#undef EEC_MMA
 }
 
 template <int D, typename KV>

@@ -47,10 +47,11 @@ void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D,
 bool attention_supported(int heads, int kv_heads, int D);
 
 // Decode rows (attention, attn_decode.cu): one-row tiles 0 .. tiles - 1 (decode tiles come first
-// in the metadata), fp32 on CUDA cores. Keys are split into partitions of `part_keys` (32, 64 or
-// 128; flash-decoding): partition p of row r covers keys [p*P, min(ctx, (p+1)*P)), ctx = pos[r] + 1.
-// With num_parts == 1 a row writes its output straight into act; otherwise partials indexed by tile
-// go to part_acc / part_ml and a combine kernel merges them in a fixed order.
+// in the metadata): up to 8 rows fp32 on CUDA cores, beyond on tensor cores (as the prefill). Keys
+// are split into partitions of `part_keys` (32, 64 or 128; flash-decoding): partition p of row r
+// covers keys [p*P, min(ctx, (p+1)*P)), ctx = pos[r] + 1. With num_parts == 1 a row writes its
+// output straight into act; otherwise partials indexed by tile go to part_acc / part_ml and a
+// combine kernel merges them in a fixed order.
 // Prefill tiles (attention_prefill, attn_prefill.cu): tensor cores, one partition per tile.
 // NOTE: a row's arithmetic (dot order, chunk order, partition bounds) depends only on its own
 // position and part_keys, never on the tile or the batch around it; part_keys of decode rows

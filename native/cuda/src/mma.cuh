@@ -1,0 +1,61 @@
+// Tensor-core helpers shared by the attention kernels: mma.sync m16n8k16 (bf16 in, fp32 accumulate),
+// ldmatrix, bf16 hi/lo splits, reductions over the 4 lanes of an mma row. Needs sm_80 or newer.
+#pragma once
+#include "device.cuh"
+
+namespace eec {
+namespace {
+
+__device__ __forceinline__ uint32_t as_u32(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+
+// (a, b) as a bf16 pair (a in the low half: the lower column / key of an mma fragment register),
+// with the rounding error's pair in lo when LO.
+template <bool LO>
+__device__ __forceinline__ void split2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  hi = as_u32(h);
+  if (LO) {
+    const float2 hf = __bfloat1622float2(h);
+    lo = as_u32(__floats2bfloat162_rn(a - hf.x, b - hf.y));
+  }
+}
+
+// c[16x8] += a[16x16] · b[16x8]. Fragments (g = lane / 4, t = lane % 4): a0 (row g, k 2t..2t+1),
+// a1 (row g+8, k 2t..), a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); b0 (k 2t..2t+1, col g),
+// b1 (k 2t+8.., col g); c0, c1 (row g, cols 2t, 2t+1), c2, c3 (row g+8, same cols).
+__device__ __forceinline__ void mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two 8x8 bf16 matrices transposed out of shared memory: lanes 0-7 name the rows of the first,
+// 8-15 of the second; lane (g, t) gets rows 2t, 2t+1 of column g of each: the mma's b0 and b1
+// for a [key][dim] tile read as B[k = key][n = dim].
+__device__ __forceinline__ void ldsm_x2_trans(uint32_t& r0, uint32_t& r1, const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(kFull, v, 1);
+  return v + __shfl_xor_sync(kFull, v, 2);
+}
+
+// A fragment of a row-major [16][k] bf16 tile: lanes 0-15 name rows 0-15 at column 0, lanes 16-31
+// the same rows at column 8; a0..a3 as mma() wants them.
+__device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
+}
+
+}  // namespace
+}  // namespace eec
