@@ -63,6 +63,17 @@ async function engineSections(dir: string, single: SingleStreamResult) {
   const computeLimit = (single.prefillTokS * avgOut) / (avgIn + avgOut);
   console.log(`\nrandom workload: prompts 32-512 (avg ${f0(avgIn)}), 64-256 new tokens (avg ${f0(avgOut)})`);
   console.log(`  compute limit at the measured prefill rate: ${f0(computeLimit)} output tok/s`);
+  // The machine's own ceiling: its peak multiply-add rate (all threads) over the FLOPs of the
+  // workload's tokens: 2 per weight (the lm_head only for output tokens), twice with the precise
+  // planes; attention left out (a lower bound on the FLOPs, so an upper bound on tok/s).
+  const { vocabSize, hiddenSize } = flat.info();
+  const lmHead = vocabSize * hiddenSize;
+  const layers = single.weightBytesPerToken / 2 - lmHead;
+  const planes = precise ? 2 : 1;
+  const flopPerOutput = (2 * planes * (layers * (avgIn + avgOut) + lmHead * avgOut)) / avgOut;
+  const peakFlops = flat.computePeak();
+  const peakLimit = peakFlops / flopPerOutput;
+  console.log(`  machine ceiling: ${f0(peakFlops / 1e9)} GFLOP/s peak multiply-add on all threads / ${(flopPerOutput / 1e9).toFixed(2)} GFLOP per output token (its share of the prompts included) = ${f0(peakLimit)} output tok/s`);
   const baseN = quick ? 4 : 8;
   const rndNaive = await naive(flat, work.slice(0, baseN), `naive (${baseN} requests)`);
   console.log(row(rndNaive));
@@ -77,7 +88,7 @@ async function engineSections(dir: string, single: SingleStreamResult) {
   flat.close();
   return {
     article: { naive: artNaive, engine: artEngine, speedup: artEngine.outputTokS / artNaive.outputTokS },
-    random: { avgPromptTokens: avgIn, avgOutputTokens: avgOut, computeLimitTokS: computeLimit, naive: rndNaive, engine: runs },
+    random: { avgPromptTokens: avgIn, avgOutputTokens: avgOut, computeLimitTokS: computeLimit, peakGflops: peakFlops / 1e9, peakLimitTokS: peakLimit, naive: rndNaive, engine: runs },
   };
 }
 

@@ -83,6 +83,8 @@ export interface NativeModel {
   ): Promise<{ tokens: Int32Array; prefillMs: number; decodeMs: number }>;
   /** Read bandwidth in bytes/s measured with the engine's thread pool. */
   memoryBandwidth(bytes: number): number;
+  /** FLOP/s of the CPU kernels' widest multiply-add (bf16 dot products on AVX512-BF16) on every pool thread at once. */
+  computePeak(): number;
   close(): void;
 }
 

@@ -40,4 +40,20 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes) {
   return best;
 }
 
+double measure_compute_peak(ThreadPool& pool, double (*dot_peak)(long iters)) {
+  constexpr long kIters = 2000000;  // ~0.1 s per thread
+  const int tasks = pool.size();
+  std::vector<double> flops(static_cast<size_t>(tasks), 0);
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool.run(tasks, [&](int t, int) { flops[size_t(t)] = dot_peak(kIters); });
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s);
+  }
+  return best;
+}
+
 }  // namespace ee

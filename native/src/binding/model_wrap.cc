@@ -214,6 +214,7 @@ Napi::Function NativeModel::Init(Napi::Env env) {
                                  {InstanceMethod("info", &NativeModel::Info), InstanceMethod("forward", &NativeModel::Forward),
                                   InstanceMethod("generateGreedy", &NativeModel::GenerateGreedy),
                                   InstanceMethod("memoryBandwidth", &NativeModel::MemoryBandwidth),
+                                  InstanceMethod("computePeak", &NativeModel::ComputePeak),
                                   InstanceMethod("close", &NativeModel::Close)});
   g_ctor = new Napi::FunctionReference(Napi::Persistent(f));
   return f;
@@ -296,6 +297,12 @@ Napi::Value NativeModel::MemoryBandwidth(const Napi::CallbackInfo& info) {
   size_t bytes = size_t(info[0].As<Napi::Number>().Int64Value());
   std::lock_guard<std::mutex> lock(model_->mu);
   return Napi::Number::New(info.Env(), measure_read_bandwidth(*model_->pool, bytes));
+}
+
+Napi::Value NativeModel::ComputePeak(const Napi::CallbackInfo& info) {
+  if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
+  std::lock_guard<std::mutex> lock(model_->mu);
+  return Napi::Number::New(info.Env(), measure_compute_peak(*model_->pool, model_->host_kernels->dot_peak));
 }
 
 Napi::Value NativeModel::Close(const Napi::CallbackInfo& info) {

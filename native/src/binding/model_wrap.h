@@ -35,6 +35,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   Napi::Value Forward(const Napi::CallbackInfo& info);
   Napi::Value GenerateGreedy(const Napi::CallbackInfo& info);
   Napi::Value MemoryBandwidth(const Napi::CallbackInfo& info);
+  Napi::Value ComputePeak(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   std::shared_ptr<LoadedModel> model_;
 };

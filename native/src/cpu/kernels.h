@@ -70,6 +70,11 @@ struct Kernels {
   // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: >= (num_heads
   // / num_kv_heads) * (start_pos + t1 + block_size) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
+  // The ISA's widest multiply-add (vdpbf16ps on AVX512-BF16: 64 FLOP; vfmadd231ps on AVX2: 16)
+  // on 24 independent registers (12 measured latency-bound on Zen 5), `iters` x 24 times; returns
+  // the FLOPs done. Timed on every thread at once: the machine's compute ceiling for the GEMMs
+  // (benchmarks only).
+  double (*dot_peak)(long iters);
 };
 
 // force: "avx512", "avx2" or nullptr/"" for the best the CPU supports. Returns nullptr when the

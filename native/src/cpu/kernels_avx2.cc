@@ -73,10 +73,27 @@ void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ld
     for (int mm = 0; mm < M; ++mm) y[size_t(mm) * ldy + n] = kern1(x + size_t(mm) * Kp, w + size_t(n) * Kp, Kp);
 }
 
+double dot_peak(long iters) {
+  __m256 acc[24];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  const __m256 x = _mm256_set1_ps(1.0f), y = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 24
+    for (auto& a : acc) a = _mm256_fmadd_ps(x, y, a);
+  __m256 t = acc[0];
+  for (int i = 1; i < 24; ++i) t = _mm256_add_ps(t, acc[i]);
+  alignas(32) float out[8];
+  _mm256_store_ps(out, t);
+  volatile float keep = out[0];
+  (void)keep;
+  return double(iters) * 24 * 16;
+}
+
 }  // namespace
 
 extern const Kernels kKernels = {
-    "avx2", act_bytes, prepare_act, gemm, rmsnorm, silu_mul, add_inplace, bf16_to_f32, max_val, exp_sum, attention,
+    "avx2",      act_bytes, prepare_act, gemm,      rmsnorm, silu_mul, add_inplace,
+    bf16_to_f32, max_val,   exp_sum,     attention, dot_peak,
 };
 
 }  // namespace ee::cpu::avx2

@@ -131,10 +131,25 @@ void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ld
   else gemm_impl<false>(a, w, N, n0, n1, y, ldy);
 }
 
+double dot_peak(long iters) {
+  __m512 acc[24];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3c00);
+  for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 24
+    for (auto& a : acc) a = _mm512_dpbf16_ps(a, x, y);
+  float sink = 0;
+  for (auto& a : acc) sink += _mm512_reduce_add_ps(a);
+  volatile float keep = sink;
+  (void)keep;
+  return double(iters) * 24 * 64;
+}
+
 }  // namespace
 
 extern const Kernels kKernels = {
-    "avx512bf16", act_bytes, prepare_act, gemm, rmsnorm, silu_mul, add_inplace, bf16_to_f32, max_val, exp_sum, attention,
+    "avx512bf16", act_bytes, prepare_act, gemm,      rmsnorm, silu_mul, add_inplace,
+    bf16_to_f32,  max_val,   exp_sum,     attention, dot_peak,
 };
 
 }  // namespace ee::cpu::avx512
