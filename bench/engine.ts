@@ -8,6 +8,7 @@
 // `--quick` runs fewer requests per level (and caps new tokens at 64 in the side-by-side);
 // `--llama-only` runs only the side-by-side (ours and llama.cpp) and writes only llama.json;
 // `--dtype bfloat16` runs ours with bf16 activations (results in engine-bf16.json / llama-bf16.json).
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,8 +67,8 @@ async function engineSections(dir: string, single: SingleStreamResult) {
   // The machine's own ceiling: its peak multiply-add rate (all threads) over the FLOPs of the
   // workload's tokens: 2 per weight (the lm_head only for output tokens), twice with the precise
   // planes; attention left out (a lower bound on the FLOPs, so an upper bound on tok/s).
-  const { vocabSize, hiddenSize } = flat.info();
-  const lmHead = vocabSize * hiddenSize;
+  const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as { vocab_size: number; hidden_size: number };
+  const lmHead = cfg.vocab_size * cfg.hidden_size;
   const layers = single.weightBytesPerToken / 2 - lmHead;
   const planes = precise ? 2 : 1;
   const flopPerOutput = (2 * planes * (layers * (avgIn + avgOut) + lmHead * avgOut)) / avgOut;
