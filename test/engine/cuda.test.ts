@@ -121,18 +121,21 @@ gpu('CUDA backend: kernels against each other and the CPU', () => {
     expect(worst).toBeLessThan(2e-3);
   });
 
-  // Two different kernels over the same cache: a 300-token prompt prefilled in one chunk (tensor-core
-  // tiles of 64 query vectors, attn_prefill.cu) against the same prompt fed one token per step
-  // (one-row decode tiles on CUDA cores), in every activation x KV precision. The fast planes round
-  // q and P to bf16 in the tensor-core path only, hence their looser bound. With a bf16 cache the
-  // two runs' K and V come from hidden states that differ in the last float bits (other GEMM
-  // shapes), and a bf16 rounding can flip on that: measured 4.9e-3 (1.2e-4 with an fp32 cache).
-  it.each([
+  // Every activation x KV precision, with the bound two attention kernels must agree within: the
+  // fast planes round q and P to bf16 in the tensor-core path only, hence their looser bound. With a
+  // bf16 cache two runs' K and V come from hidden states that differ in the last float bits (other
+  // GEMM shapes), and a bf16 rounding can flip on that: measured 4.9e-3 (1.2e-4 with an fp32 cache).
+  const PRECISIONS = [
     [true, 'float32', 2e-3],
     [true, 'bfloat16', 2e-2],
     [false, 'float32', 0.1],
     [false, 'bfloat16', 0.1],
-  ] as const)('prefill tiles and decode rows agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
+  ] as const;
+
+  // Two different kernels over the same cache: a 300-token prompt prefilled in one chunk (tensor-core
+  // tiles of 64 query vectors, attn_prefill.cu) against the same prompt fed one token per step
+  // (one-row decode tiles on CUDA cores).
+  it.each(PRECISIONS)('prefill tiles and decode rows agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
     const g = await load({ precise, kvCacheDtype });
     const prompt = Int32Array.from(randomTokens(300, 91));
     const whole = await g.forward([{ tokens: prompt, startPos: 0, blockTable: scatteredBlocks(19, 256, 3), logits: 2 }]);
@@ -148,13 +151,8 @@ gpu('CUDA backend: kernels against each other and the CPU', () => {
 
   // Decode attention by the number of rows: beyond 64 rows partitions of 128 keys on tensor cores
   // (attn_decode_mma_kernel), one row alone the CUDA-core tile kernel. 80 sequences of 20-573
-  // tokens decoded together against each decoded alone, in every activation x KV precision.
-  it.each([
-    [true, 'float32', 2e-3],
-    [true, 'bfloat16', 2e-2],
-    [false, 'float32', 0.1],
-    [false, 'bfloat16', 0.1],
-  ] as const)('80 decode rows together (tensor cores) and one by one agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
+  // tokens decoded together against each decoded alone.
+  it.each(PRECISIONS)('80 decode rows together (tensor cores) and one by one agree (precise %s, KV %s)', async (precise, kvCacheDtype, bound) => {
     const g = await load({ precise, kvCacheDtype, kvBlocks: 4096 });
     const seqs = Array.from({ length: 80 }, (_, i) => {
       const len = 20 + 7 * i;
