@@ -13,7 +13,9 @@ const phase = process.argv[2] ?? 'single';
 const concurrency = Number(process.argv[3] ?? 256);
 // FAST=1: bf16 activations and a bf16 KV cache (--dtype bfloat16 --kv-cache-dtype bfloat16).
 const fast: LoadOptions = process.env.FAST === '1' ? { precise: false, kvCacheDtype: 'bfloat16' } : {};
-const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: 4096, ...fast };
+// MBT=N: the step's token budget (--max-num-batched-tokens; 4096 as in bench/gpu.ts).
+const mbt = Number(process.env.MBT ?? 4096);
+const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: mbt, ...fast };
 
 async function single(dir: string): Promise<void> {
   const { model } = await loadModel(dir, { ...cuda, kvBlocks: 4096, enforceEager: process.env.EAGER === '1' });
@@ -29,8 +31,8 @@ async function single(dir: string): Promise<void> {
 async function batch(dir: string): Promise<void> {
   const { engine, setSink, kvBlockBytes } = await openBenchEngine(
     dir,
-    { ...cuda, gpuMemoryUtilization: 0.5 },
-    { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 },
+    { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: process.env.LAZY_GRAPHS !== '1' },
+    { maxNumSeqs: 256, maxNumBatchedTokens: mbt, maxModelLen: 4096 },
   );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
   const work = randomWorkload(3 * concurrency);

@@ -136,6 +136,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     kvCacheMemory: opts.kvCacheMemory,
     device: opts.device ?? 'auto',
     enforceEager: opts.enforceEager ?? false,
+    captureGraphs: true, // the server captures its CUDA graphs at startup, before /ready turns 200
     precise: opts.precise ?? true,
     kvCacheDtype: opts.kvCacheDtype ?? 'float32',
     gpuMemoryUtilization: opts.memoryUtilization,

@@ -44,8 +44,11 @@ export interface NativeLoadOptions {
   gpuMemoryUtilization?: number;
   /** The KV cache's element type: 'float32' (default; the only one on the CPU) or 'bfloat16' (CUDA). */
   kvCacheDtype?: 'float32' | 'bfloat16';
-  /** cuda: never replay decode steps from CUDA graphs. */
+  /** cuda: never replay steps from CUDA graphs. */
   enforceEager?: boolean;
+  /** cuda: capture every decode and mixed-step graph while loading (the sidecar's startup, ~1 s)
+   * rather than each on its first use (a ~10 ms stall inside the step that first needs it). */
+  captureGraphs?: boolean;
   /** cuda: decode graphs serve sequences up to this length and batches up to maxNumSeqs. */
   maxModelLen?: number;
   maxNumSeqs?: number;

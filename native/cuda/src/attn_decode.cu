@@ -29,13 +29,14 @@ constexpr int kChunk = 32;
 // whole key row: a long serial path when there are few blocks).
 template <int REP, int D, typename KV, int NW, int QPW>
 __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
-                                                         int tile_off, int heads, int KVH, int bs, int P, int NP, float scale,
+                                                         int heads, int KVH, int bs, int P, int NP, float scale,
                                                          int planes, float* part_acc, float* part_ml, bf16* act) {
   constexpr int NQ = NW * QPW;  // query vectors per tile
   constexpr int NT = NW * 32;   // threads
   constexpr int DL = D / 32;    // output dims per lane
   static_assert(NQ % REP == 0, "a tile holds whole rows");
-  const int tile = tile_off + blockIdx.x, g = blockIdx.y, p = blockIdx.z;
+  if (int(blockIdx.x) >= m.counts[0]) return;
+  const int tile = blockIdx.x, g = blockIdx.y, p = blockIdx.z;  // decode tiles come first
   const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
   const int ctx_max = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
   const int k0 = p * P;
@@ -142,6 +143,7 @@ __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, cons
 
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
                                     int D, int P, int NP, int planes, bf16* act) {
+  if (int(blockIdx.x) >= m.counts[0]) return;
   const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
   const int rep = heads / KVH, g = h / rep, hh = h % rep;
   const int np = (m.pos[r] + P) / P;  // ceil((pos + 1) / P): only partitions holding this row's keys
@@ -218,6 +220,7 @@ __global__ void __launch_bounds__(NWK * 32)
   static_assert(REP <= 16 && D % 32 == 0, "REP <= 16 heads in the mma rows");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ float wm[NWK][16], wl[NWK][16];
+  if (int(blockIdx.x) >= m.counts[0]) return;
   const int kvh = blockIdx.y;
   const int r = m.tile_row[blockIdx.x];
   const int ctx = m.pos[r] + 1;
@@ -423,7 +426,7 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
 #define EEC_MMA(QLO, NWK) \
   launch_mma<REP, D, KV, QLO, NWK>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s)
   if (nwk == 1)
-    attn_tile_kernel<REP, D, KV, 4, 4><<<dim3(grid.x, grid.y, NP), 128, 0, s>>>(q, kc, vc, m, T, 0, heads, KVH, bs,
+    attn_tile_kernel<REP, D, KV, 4, 4><<<dim3(grid.x, grid.y, NP), 128, 0, s>>>(q, kc, vc, m, T, heads, KVH, bs,
                                                                               kWarpKeys, NP, scale, planes, pa, pm, act);
   else if (nwk == 2 && planes == 2)
     EEC_MMA(true, 2);

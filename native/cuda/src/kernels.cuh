@@ -18,6 +18,9 @@ struct RowMeta {
   const int32_t* tile_row; // [tiles] first row of an attention tile (consecutive rows of one sequence)
   const int32_t* tile_n;   // [tiles] rows in the tile (1..attn_rows_per_tile)
   const int32_t* out_row;  // [R] rows that produce logits
+  const int32_t* counts;   // [2] decode tiles, then prefill tiles; the attention grids may be larger
+                           // (graphs are captured for the most tiles a step of their size can have)
+                           // and blocks past these counts exit at once
   const int32_t* bt;       // flat block tables
 };
 
@@ -52,7 +55,9 @@ bool attention_supported(int heads, int kv_heads, int D);
 // covers keys [p*P, min(ctx, (p+1)*P)), ctx = pos[r] + 1. With num_parts == 1 a row writes its
 // output straight into act; otherwise partials indexed by tile go to part_acc / part_ml and a
 // combine kernel merges them in a fixed order.
-// Prefill tiles (attention_prefill, attn_prefill.cu): tensor cores, one partition per tile.
+// Prefill tiles (attention_prefill, attn_prefill.cu): tensor cores, one partition per tile; they
+// follow the decode tiles (tile m.counts[0] + i).
+// `tiles` of both: the grid's tiles, at least the step's count in m.counts.
 // NOTE: a row's arithmetic (dot order, chunk order, partition bounds) depends only on its own
 // position and part_keys, never on the tile or the batch around it; part_keys of decode rows
 // depends on how many there are (attn_decode_part_keys), so logits may differ in the last bits
@@ -65,7 +70,7 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
                float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
 int attn_rows_per_tile(int heads, int kv_heads);
 void attention_prefill(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T,
-                       int tile_off, int tiles, int heads, int kv_heads, int D, int block_size, int planes,
+                       int tiles, int heads, int kv_heads, int D, int block_size, int planes,
                        __nv_bfloat16* act, cudaStream_t s);
 
 // y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.

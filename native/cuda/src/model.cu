@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,15 +72,18 @@ struct Layer {
 
 // ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
 // for finding where a step's time goes, never for serving) and print the table when the model is
-// destroyed. Graph replays are timed whole.
+// destroyed. "graph": graphs stay on and replays are timed whole. "step": nothing synchronises
+// inside a step; each step's host preparation, host launch time and GPU time (events around the
+// launches) are summed per shape and row bucket, which shows whether eager steps wait on the host.
 struct Profiler {
   const char* env = std::getenv("ERNIE_CUDA_PROFILE");
   bool on = env != nullptr;
-  bool ops = on && std::string(env) != "graph";  // per op (eager); "graph": graphs stay on, timed whole
+  bool ops = on && std::string(env) != "graph" && std::string(env) != "step";  // per op (eager)
+  bool steps = on && std::string(env) == "step";
   cudaEvent_t a = nullptr, b = nullptr;
   std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
   void begin(cudaStream_t s) {
-    if (!on) return;
+    if (!on || steps) return;
     if (!a) {
       cudaEventCreate(&a);
       cudaEventCreate(&b);
@@ -87,7 +91,7 @@ struct Profiler {
     cudaEventRecord(a, s);
   }
   void end(cudaStream_t s, const std::string& op) {
-    if (!on) return;
+    if (!on || steps) return;
     cudaEventRecord(b, s);
     cudaEventSynchronize(b);
     float t = 0;
@@ -102,7 +106,30 @@ struct Profiler {
     e.first += t;
     e.second += 1;
   }
+  // Step mode: (prep, launch, gpu, total) ms and rows summed per "shape.rows-bucket".
+  struct StepSum {
+    double prep = 0, launch = 0, gpu = 0, total = 0;
+    long rows = 0, n = 0;
+  };
+  std::map<std::string, StepSum> step_sums;
+  void step(const std::string& key, int rows, double prep, double launch, double gpu, double total) {
+    auto& e = step_sums[key];
+    e.prep += prep;
+    e.launch += launch;
+    e.gpu += gpu;
+    e.total += total;
+    e.rows += rows;
+    e.n += 1;
+  }
   void print() const {
+    if (steps && !step_sums.empty()) {
+      std::fprintf(stderr, "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), call total ms\n");
+      for (auto& [k, v] : step_sums) {
+        const double n = double(v.n);
+        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n, double(v.rows) / n,
+                     v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
+      }
+    }
     if (!on || ms.empty()) return;
     double total = 0;
     for (auto& [k, v] : ms) total += v.first;
@@ -152,19 +179,20 @@ struct EeCudaModel {
   float *logits_d = nullptr, *logits_h = nullptr;
   int cap_pairs = 0;
 
-  std::map<std::pair<int, int>, cudaGraphExec_t> graphs;  // (padded batch, output mode) -> decode step
+  // (0 decode / 1 mixed, padded rows, logit rows, output mode) -> the captured step
+  std::map<std::array<int, 4>, cudaGraphExec_t> graphs;
   uint64_t graph_steps = 0, eager_steps = 0;
   Profiler prof;
-  const char* shape = "";  // profile label suffix of the current step ("decode" / "mixed")
+  std::string shape;  // profile label suffix of the current step ("decode" / "mixed", then a row bucket)
 
   void* kc(int l) { return kv + size_t(l) * 2 * layer_bytes; }
   void* vc(int l) { return kv + (size_t(l) * 2 + 1) * layer_bytes; }
-  int meta_ints() const { return 6 * cap_t + cap_r + cap_bt; }
+  int meta_ints() const { return 6 * cap_t + cap_r + 2 + cap_bt; }
   // The step's metadata, packed for S rows and SR logit rows (S = the graph's batch or the eager
   // step's rows), so that only what the step uses crosses PCIe: [token | pos | slot | bt_off |
-  // tile_row | tile_n] x S, out_row x SR, block tables.
+  // tile_row | tile_n] x S, out_row x SR, counts x 2, block tables.
   static eec::RowMeta row_meta(const int32_t* b, int S, int SR) {
-    return {b, b + S, b + 2 * S, b + 3 * S, b + 4 * S, b + 5 * S, b + 6 * S, b + 6 * S + SR};
+    return {b, b + S, b + 2 * S, b + 3 * S, b + 4 * S, b + 5 * S, b + 6 * S, b + 6 * S + SR, b + 6 * S + SR + 2};
   }
   eec::RowMeta cur{};  // the current step's (device pointers), set before run() or a capture
 
@@ -257,8 +285,9 @@ struct EeCudaModel {
   }
 
   // The whole forward for T rows (metadata already on the device), R logit rows.
-  // Attention: dec_tiles one-row tiles first (key partitions of part_keys, np of them), then
-  // pre_tiles prefill tiles (one partition each).
+  // Attention grids: dec_tiles one-row tiles first (key partitions of part_keys, np of them), then
+  // pre_tiles prefill tiles (one partition each); the step's own counts (cur.counts, on the device)
+  // may be smaller (graphs).
   // out: what the logit rows become (logits, argmax ids, or ids sampled with sample_d's parameters).
   enum class Out { kLogits = 0, kArgmax = 1, kSample = 2 };
   void run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, Out mode) {
@@ -292,7 +321,7 @@ struct EeCudaModel {
         });
       if (pre_tiles > 0)
         op("attention_prefill", [&] {
-          eec::attention_prefill(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, pre_tiles, d.heads, d.kv_heads,
+          eec::attention_prefill(q, kc(l), vc(l), kv_bf16, m, T, pre_tiles, d.heads, d.kv_heads,
                                  d.head_dim, bs, planes, act, st);
         });
       op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y); });
@@ -322,6 +351,8 @@ struct EeCudaModel {
 };
 
 namespace {
+
+void capture_all(EeCudaModel& m);
 
 void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.d = d;
@@ -409,6 +440,25 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.kv = m.own<char>(m.kv_bytes);
   CK(cudaMemsetAsync(m.kv, 0, m.kv_bytes, m.st));
   CK(cudaStreamSynchronize(m.st));
+  if (d.capture_graphs && !d.enforce_eager && !m.prof.ops) capture_all(m);  // op profiling runs eagerly
+}
+
+// Profile labels: steps grouped by rows.
+int row_bucket(int n) {
+  for (int b : {16, 64, 256, 512, 1024, 2048, 4096})
+    if (n <= b) return b;
+  return 1 << 30;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Rows of a mixed-step graph for T rows: steps of 32 rows up to 256, 64 up to 1024, 128 up to
+// 2048, then 256 (at most ~6% padding past 256 rows; ~40 graphs for a 4096-token budget).
+int mixed_bucket(int T) {
+  const int step = T <= 256 ? 32 : T <= 1024 ? 64 : T <= 2048 ? 128 : 256;
+  return (T + step - 1) / step * step;
 }
 
 int bucket(int n) {
@@ -418,6 +468,67 @@ int bucket(int n) {
     return b;
   }
   return (n + 15) / 16 * 16;
+}
+
+// A step graph's shape, every field a function of its kind and padded rows B.
+struct GraphPlan {
+  bool mixed = false;
+  int B = 0, SR = 0;  // rows, logit rows
+  int dec_grid = 0, pre_grid = 0, part_keys = 0, np = 0;  // attention grids (see EeCudaModel::run)
+};
+
+GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
+  const int max_seqs = std::max(1, m.d.max_num_seqs);
+  const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
+  GraphPlan g;
+  g.mixed = mixed;
+  g.B = B;
+  g.SR = mixed ? std::min(B, max_seqs) : B;       // a logit row per slice at most
+  g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
+  // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
+  g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
+  g.part_keys = eec::attn_decode_part_keys(g.dec_grid);
+  g.np = (m.d.max_model_len + g.part_keys - 1) / g.part_keys;  // any row up to max_model_len
+  return g;
+}
+
+// The graph of this plan and output mode, captured on first use. Graphs read the step's metadata
+// from m.meta laid out for (B, SR) rows, so m.cur is set to that layout here.
+cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out mode) {
+  const std::array<int, 4> key{g.mixed ? 1 : 0, g.B, g.SR, int(mode)};
+  auto it = m.graphs.find(key);
+  if (it != m.graphs.end()) return it->second;
+  m.ensure(g.B, g.SR, g.np > 1 ? size_t(g.dec_grid) * size_t(g.np) : 0, 1, mode == EeCudaModel::Out::kLogits);
+  m.cur = EeCudaModel::row_meta(m.meta, g.B, g.SR);
+  const auto t_cap = std::chrono::steady_clock::now();
+  cudaGraph_t graph;
+  CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
+  try {
+    m.run(g.B, g.SR, g.dec_grid, g.pre_grid, g.part_keys, g.np, mode);
+  } catch (...) {
+    cudaStreamEndCapture(m.st, &graph);
+    throw;
+  }
+  CK(cudaStreamEndCapture(m.st, &graph));
+  cudaGraphExec_t exec;
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaGraphDestroy(graph);
+  m.graphs.emplace(key, exec);
+  m.prof.host(std::string("capture.") + (g.mixed ? "mixed" : "decode"), ms_since(t_cap));
+  return exec;
+}
+
+// Every decode and mixed-step graph, greedy and sampling outputs (desc.capture_graphs).
+void capture_all(EeCudaModel& m) {
+  const int max_seqs = std::max(1, m.d.max_num_seqs);
+  for (auto mode : {EeCudaModel::Out::kArgmax, EeCudaModel::Out::kSample}) {
+    for (int b = 1;; b = bucket(b + 1)) {  // the decode buckets up to the one holding max_seqs
+      graph_for(m, plan_graph(m, false, b), mode);
+      if (b >= max_seqs) break;
+    }
+    for (int t = mixed_bucket(1); t <= m.cap_t; t = mixed_bucket(t + 1)) graph_for(m, plan_graph(m, true, t), mode);
+  }
+  CK(cudaStreamSynchronize(m.st));
 }
 
 // sampling: per logit row, or null (argmax when argmax_out is given).
@@ -436,9 +547,25 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     decode = decode && s[i].n_tokens == 1 && s[i].logits == 1;
   }
   m.shape = decode ? "decode" : "mixed";
-  const bool graph = decode && !m.d.enforce_eager && !m.prof.ops && n <= std::max(1, m.d.max_num_seqs) && max_ctx <= m.d.max_model_len;
-  const int B = graph ? bucket(n) : T;  // rows actually run
-  const int RR = graph ? B : R;
+  if (m.prof.ops) m.shape += "." + std::to_string(row_bucket(T));
+  // Three kinds of step:
+  // - decode graph: every slice one token with logits; B = bucket(n) rows, padded rows are one-row
+  //   attention tiles on the scratch block.
+  // - mixed graph: prefill chunks beside decodes, padded to B = mixed_bucket(T) rows and RB logit
+  //   rows; the attention grids are sized for the most tiles such a step can have (blocks past the
+  //   step's counts exit) and padded rows are in no tile. Captured once per (B, RB, output mode), so
+  //   no step pays cuBLAS's per-shape host work or ~200 eager launches (measured on the H200,
+  //   random workload at 256 streams: eager mixed steps of ~740 rows spent 3.0 ms launching).
+  // - eager: prompt-logprob steps (logits for every row), --enforce-eager, the op profiler.
+  const int max_seqs = std::max(1, m.d.max_num_seqs);
+  bool all_rows = false;  // a slice wants logits for every row
+  for (int i = 0; i < n; ++i) all_rows = all_rows || s[i].logits == 2;
+  const bool may_graph = !m.d.enforce_eager && !m.prof.ops && n <= max_seqs && max_ctx <= m.d.max_model_len;
+  const bool graph = decode && may_graph;
+  const bool mgraph = !decode && n > 0 && !all_rows && may_graph && mixed_bucket(T) <= m.cap_t;
+  const GraphPlan gp = graph || mgraph ? plan_graph(m, mgraph, graph ? bucket(n) : mixed_bucket(T)) : GraphPlan{};
+  const int B = graph || mgraph ? gp.B : T;  // rows actually run
+  const int RR = graph || mgraph ? gp.SR : R;
   // One-row slices (decodes) become one-row attention tiles split into key partitions; longer
   // slices (prefill chunks) tiles of up to qt rows, one partition each.
   int n_dec = 0, dec_ctx = 0;
@@ -447,11 +574,12 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       ++n_dec;
       dec_ctx = std::max(dec_ctx, s[i].start_pos + 1);
     }
-  const int dec_rows = graph ? B : n_dec;
-  const int part_keys = eec::attn_decode_part_keys(dec_rows);
-  const int np = graph ? (m.d.max_model_len + part_keys - 1) / part_keys : (dec_ctx + part_keys - 1) / part_keys;
   const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
-  m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_rows) * size_t(np) : 0, BT + 1, !want_argmax);
+  // The attention grids: decode tiles (rows the partitions are sized for) and prefill tiles.
+  const int dec_grid = graph || mgraph ? gp.dec_grid : n_dec;
+  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid);
+  const int np = graph || mgraph ? gp.np : (dec_ctx + part_keys - 1) / part_keys;
+  m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_grid) * size_t(np) : 0, BT + 1, !want_argmax);
 
   const int S = B, SR = std::max(RR, 1);
   const eec::RowMeta hm = EeCudaModel::row_meta(m.meta_h, S, SR);
@@ -462,6 +590,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   int32_t* tile_row = const_cast<int32_t*>(hm.tile_row);
   int32_t* tile_n = const_cast<int32_t*>(hm.tile_n);
   int32_t* out_row = const_cast<int32_t*>(hm.out_row);
+  int32_t* counts = const_cast<int32_t*>(hm.counts);
   int32_t* bt = const_cast<int32_t*>(hm.bt);
   int row = 0, out = 0, bt_at = 0, dec_tiles = 0;
   int pre_tiles = 0;  // written after the decode tiles, once those are counted
@@ -493,10 +622,15 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     pos[row] = 0;
     slot[row] = m.num_blocks * m.bs;
     bt_off[row] = bt_at;
-    out_row[out++] = row;
-    tile_row[dec_tiles] = row;  // padded graph rows: one-row tiles after the real ones
-    tile_n[dec_tiles++] = 1;
+    if (graph) {
+      out_row[out++] = row;
+      tile_row[dec_tiles] = row;  // padded decode-graph rows: one-row tiles after the real ones
+      tile_n[dec_tiles++] = 1;
+    }
   }
+  for (; out < SR; ++out) out_row[out] = 0;  // padded logit rows of a mixed graph (never read)
+  counts[0] = dec_tiles;
+  counts[1] = pre_tiles;
   m.cur = EeCudaModel::row_meta(m.meta, S, SR);
   if (sampling) {  // padded graph rows sample greedily (their ids are never read)
     for (int i = 0; i < SR; ++i) {
@@ -512,34 +646,28 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
   }
-  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(6 * S + SR + bt_at + 1), cudaMemcpyHostToDevice, m.st));
+  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(6 * S + SR + 2 + bt_at + 1), cudaMemcpyHostToDevice, m.st));
 
-  if (graph) {
-    auto key = std::make_pair(B, int(mode));
-    auto it = m.graphs.find(key);
-    if (it == m.graphs.end()) {
-      cudaGraph_t g;
-      CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
-      try {
-        m.run(B, B, dec_tiles, pre_tiles, part_keys, np, mode);
-      } catch (...) {
-        cudaStreamEndCapture(m.st, &g);
-        throw;
-      }
-      CK(cudaStreamEndCapture(m.st, &g));
-      cudaGraphExec_t exec;
-      CK(cudaGraphInstantiate(&exec, g, 0));
-      cudaGraphDestroy(g);
-      it = m.graphs.emplace(key, exec).first;
+  const auto t_launch = std::chrono::steady_clock::now();
+  if (m.prof.steps) {
+    if (!m.prof.a) {
+      cudaEventCreate(&m.prof.a);
+      cudaEventCreate(&m.prof.b);
     }
+    cudaEventRecord(m.prof.a, m.st);
+  }
+  if (graph || mgraph) {
+    cudaGraphExec_t exec = graph_for(m, gp, mode);
     m.prof.begin(m.st);
-    CK(cudaGraphLaunch(it->second, m.st));
-    m.prof.end(m.st, "graph." + std::to_string(B));
+    CK(cudaGraphLaunch(exec, m.st));
+    m.prof.end(m.st, (mgraph ? "graph.mixed." : "graph.") + std::to_string(B));
     ++m.graph_steps;
   } else {
     m.run(T, R, dec_tiles, pre_tiles, part_keys, np, mode);
     ++m.eager_steps;
   }
+  const auto t_launched = std::chrono::steady_clock::now();
+  if (m.prof.steps) cudaEventRecord(m.prof.b, m.st);
   if (R > 0) {
     if (want_argmax)
       CK(cudaMemcpyAsync(m.argmax_h, m.argmax_d, sizeof(int32_t) * size_t(R), cudaMemcpyDeviceToHost, m.st));
@@ -547,8 +675,16 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
   }
   CK(cudaStreamSynchronize(m.st));
-  m.prof.host(std::string("forward_call.") + m.shape,
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_host).count());
+  const auto t_done = std::chrono::steady_clock::now();
+  auto ms_between = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  if (m.prof.steps) {
+    float gpu = 0;
+    cudaEventElapsedTime(&gpu, m.prof.a, m.prof.b);
+    m.prof.step(m.shape + (graph || mgraph ? "(g)." : ".") + std::to_string(row_bucket(B)), B, ms_between(t_host, t_launch),
+                ms_between(t_launch, t_launched), gpu, ms_between(t_host, t_done));
+  } else {
+    m.prof.host(std::string("forward_call.") + m.shape, ms_between(t_host, t_done));
+  }
   if (R > 0) {
     if (want_argmax)
       std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));

@@ -47,6 +47,7 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
     co.max_num_seqs = opts.max_num_seqs;
     co.max_batched_tokens = opts.max_batched_tokens;
     co.enforce_eager = opts.enforce_eager;
+    co.capture_graphs = opts.capture_graphs;
     co.precise = opts.precise;
     co.kv_bf16 = opts.kv_cache_dtype == "bfloat16";
     auto r = make_cuda_runner(opts.config, opts.tensors, co);

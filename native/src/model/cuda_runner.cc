@@ -211,6 +211,7 @@ Result<std::unique_ptr<IModelRunner>> make_cuda_runner(const ModelConfig& cfg, c
   d.enforce_eager = o.enforce_eager ? 1 : 0;
   d.precise = o.precise ? 1 : 0;
   d.kv_bf16 = o.kv_bf16 ? 1 : 0;
+  d.capture_graphs = o.capture_graphs && !o.enforce_eager ? 1 : 0;
   d.device = o.device;
   char err[kErr] = {0};
   EeCudaModel* m = lib.value()->create(&d, err, kErr);

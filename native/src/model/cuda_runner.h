@@ -24,6 +24,7 @@ struct CudaOptions {
   int device = 0;
   bool precise = true;   // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
   bool kv_bf16 = false;  // KV cache in bf16 instead of fp32
+  bool capture_graphs = false;  // capture every CUDA graph while loading (the sidecar's startup)
 };
 
 struct CudaProbe {

@@ -15,7 +15,7 @@ export type LoadOptions = Partial<
   Pick<
     NativeLoadOptions,
     | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'cudaLibrary' | 'gpuMemoryUtilization'
-    | 'enforceEager' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
+    | 'enforceEager' | 'captureGraphs' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
   >
 > & {
   kvCacheMemory?: number; // bytes for the KV cache
@@ -60,6 +60,7 @@ export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}
     cudaLibrary,
     gpuMemoryUtilization: opts.gpuMemoryUtilization ?? 0.9,
     enforceEager: opts.enforceEager ?? false,
+    captureGraphs: opts.captureGraphs ?? false,
     kvCacheDtype,
     maxModelLen: opts.maxModelLen ?? 8192,
     maxNumSeqs: opts.maxNumSeqs ?? 256,
