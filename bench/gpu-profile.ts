@@ -13,6 +13,7 @@ const phase = process.argv[2] ?? 'single';
 const concurrency = Number(process.argv[3] ?? 256);
 // FAST=1: bf16 activations and a bf16 KV cache (--dtype bfloat16 --kv-cache-dtype bfloat16).
 const fast: LoadOptions = process.env.FAST === '1' ? { precise: false, kvCacheDtype: 'bfloat16' } : {};
+// PB=N, PMW=N: --prefill-batch / --prefill-max-wait (default 1: off, and 8).
 // MBT=N: the step's token budget (--max-num-batched-tokens; 4096 as in bench/gpu.ts).
 const mbt = Number(process.env.MBT ?? 4096);
 const cuda: LoadOptions = { device: 'cuda', maxModelLen: 4096, maxNumSeqs: 256, maxNumBatchedTokens: mbt, ...fast };
@@ -32,7 +33,7 @@ async function batch(dir: string): Promise<void> {
   const { engine, setSink, kvBlockBytes } = await openBenchEngine(
     dir,
     { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: process.env.LAZY_GRAPHS !== '1' },
-    { maxNumSeqs: 256, maxNumBatchedTokens: mbt, maxModelLen: 4096 },
+    { maxNumSeqs: 256, maxNumBatchedTokens: mbt, maxModelLen: 4096, prefillBatch: Number(process.env.PB ?? 1), prefillMaxWait: Number(process.env.PMW ?? 8) },
   );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
   const work = randomWorkload(3 * concurrency);

@@ -134,6 +134,8 @@ export function buildConfig(args: ParsedArgs): Config {
         maxNumBatchedTokens: positive('max-num-batched-tokens', 2048),
         enablePrefixCaching: (f['enable-prefix-caching'] as boolean | undefined) ?? true,
         seed: positive('seed', 0, 0),
+        prefillBatch: positive('prefill-batch', 1),
+        prefillMaxWait: positive('prefill-max-wait', 8, 0),
       },
       blockSize: positive('block-size', 16),
       threads: num('threads') === undefined ? undefined : positive('threads', 1),

@@ -31,6 +31,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block (default 16)' },
   { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256)' },
   { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 2048)' },
+  { name: 'prefill-batch', kind: 'int', scope: 'engine', arg: 'N', help: 'while a quarter of --max-num-seqs decode, new prompts wait until N are queued (or --prefill-max-wait steps) to be prefilled together (default 1: off; on a GPU 8-16 trade ~2-3x TTFT at high load for a few % throughput)' },
+  { name: 'prefill-max-wait', kind: 'int', scope: 'engine', arg: 'N', help: 'steps a new prompt waits at most for --prefill-batch (default 8)' },
   { name: 'kv-cache-memory', kind: 'bytes', scope: 'engine', arg: 'BYTES', help: 'KV cache size, e.g. 2GiB, 512M or bytes (default: min(4 GiB, 25% of free RAM))' },
   { name: 'gpu-memory-utilization', kind: 'number', scope: 'engine', arg: 'F', help: 'instead of --kv-cache-memory: this fraction (0..1] of GPU memory (CUDA; default 0.9) or of free RAM (CPU) for weights + KV cache' },
   { name: 'device', kind: 'string', scope: 'engine', arg: 'auto|cpu|cuda', help: 'where the model runs (default auto: CUDA when native/cuda is built and a GPU is present, else the CPU)' },

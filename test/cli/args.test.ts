@@ -57,7 +57,7 @@ describe('buildConfig', () => {
     const c = cfg([]);
     expect(c.role).toBe('serve');
     expect(c.gateway.listen).toEqual({ host: '127.0.0.1', port: 8000 });
-    expect(c.sidecar.engine).toEqual({ maxNumSeqs: 256, maxNumBatchedTokens: 2048, enablePrefixCaching: true, seed: 0 });
+    expect(c.sidecar.engine).toEqual({ maxNumSeqs: 256, maxNumBatchedTokens: 2048, enablePrefixCaching: true, seed: 0, prefillBatch: 1, prefillMaxWait: 8 });
     expect(c.sidecar.blockSize).toBe(16);
     expect(c.sidecar.maxNumQueuedReqs).toBe(1024);
     expect(c.gateway.drainTimeoutMs).toBe(30_000);
@@ -101,6 +101,8 @@ describe('buildConfig', () => {
     expect(usage(() => cfg(['--gpu-memory-utilization', '0.5', '--kv-cache-memory', '1G']))).toMatch(/not both/);
     expect(cfg(['--kv-cache-memory', '1GiB']).sidecar.kvCacheMemory).toBe(2 ** 30);
     expect(usage(() => cfg(['--max-num-seqs', '0']))).toMatch(/≥ 1/);
+    expect(cfg(['--prefill-batch', '8', '--prefill-max-wait', '0']).sidecar.engine).toMatchObject({ prefillBatch: 8, prefillMaxWait: 0 });
+    expect(usage(() => cfg(['--prefill-batch', '0']))).toMatch(/≥ 1/);
   });
 
   it('reads --uds, --allowed-origins forms and the API key', () => {

@@ -96,6 +96,38 @@ describe('engine: scheduling', () => {
     for (const r of reqs) expect(small.results.get(r.id)![0]!.tokens, `request ${r.id}`).toEqual(roomy.results.get(r.id)![0]!.tokens);
   });
 
+  it('prefill batching holds new prompts while many decode, until enough are queued or they waited long enough', async () => {
+    // Two long requests decode (2 x 4 >= maxNumSeqs 8: the hold applies); once they are under way
+    // `add` new prompts arrive together. Delays are counted in engine steps from the step whose
+    // outputs were the last seen before the submit (steps already computed but not yet seen only
+    // make a delay look longer).
+    const run = async (prefillBatch: number, add: number) => {
+      const e = await engine({ maxNumSeqs: 8, prefillBatch, prefillMaxWait: 40 });
+      const added = Array.from({ length: add }, (_, i) => ({ id: 10 + i, prompt: randomTokens(12 + i, 50 + i), maxTokens: 8 }));
+      let at = -1;
+      const first = new Map<number, number>();
+      e.onOutput = (o) => {
+        if (!first.has(o.id)) first.set(o.id, e.steps.length);
+        if (o.id === 1 && at < 0 && e.results.get(1)![0]!.tokens.length >= 3) {
+          at = e.steps.length;
+          for (const r of added) e.submit(r);
+        }
+      };
+      await e.run([1, 2].map((id) => ({ id, prompt: randomTokens(20, id), maxTokens: 120 })));
+      await e.wait(added.map((r) => r.id));
+      return { delays: added.map((r) => first.get(r.id)! - at), tokens: added.map((r) => e.results.get(r.id)![0]!.tokens) };
+    };
+    const off = await run(1, 2); // admitted at once
+    const held = await run(3, 2); // two of three: held 40 steps
+    const full = await run(3, 3); // three of three: admitted at once
+    expect(Math.max(...off.delays)).toBeLessThan(30);
+    expect(Math.min(...held.delays)).toBeGreaterThanOrEqual(40);
+    expect(held.delays[0]).toBe(held.delays[1]); // prefilled in the same step
+    expect(Math.max(...full.delays)).toBeLessThan(30);
+    expect(held.tokens).toEqual(off.tokens); // greedy: holding changes when, not what
+    expect(full.tokens.slice(0, 2)).toEqual(off.tokens);
+  });
+
   it('abort frees the request blocks in the next step', async () => {
     const e = await engine({}, { kvBlocks: 32 });
     let aborted = false;

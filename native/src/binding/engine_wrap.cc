@@ -1,5 +1,6 @@
 #include "binding/engine_wrap.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "binding/load_options.h"
@@ -31,6 +32,8 @@ EngineConfig engine_config(const Napi::Object& o) {
   c.max_num_seqs = get_int(o, "maxNumSeqs", c.max_num_seqs);
   c.max_num_batched_tokens = get_int(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
   c.max_model_len = get_int(o, "maxModelLen", c.max_model_len);
+  c.prefill_batch = std::max(1, get_int(o, "prefillBatch", c.prefill_batch));
+  c.prefill_max_wait = std::max(0, get_int(o, "prefillMaxWait", c.prefill_max_wait));
   if (o.Get("enablePrefixCaching").IsBoolean()) c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();
   c.seed = uint64_t(get_int(o, "seed", 0));
   return c;

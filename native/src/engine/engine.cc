@@ -16,7 +16,7 @@ Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_ke
                EngineConfig cfg, StepSink sink)
     : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
       kv_(runner_->num_blocks(), runner_->block_size(), cfg.prefix_caching),
-      sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens}),
+      sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
       sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())),
       seed_rng_(cfg.seed) {
   publish_stats(0, 0, 0);

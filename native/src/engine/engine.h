@@ -29,6 +29,8 @@ struct EngineConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   int max_model_len = 8192;
+  int prefill_batch = 1;     // see SchedulerConfig
+  int prefill_max_wait = 8;
   bool prefix_caching = true;
   uint64_t seed = 0;
 };

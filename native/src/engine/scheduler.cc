@@ -9,12 +9,21 @@ namespace ee {
 void Scheduler::preempt(Sequence* s) {
   kv_.free(*s);
   s->num_computed = 0;
+  s->queued_step = 0;  // never held back by prefill batching
   waiting_.push_front(s);
   ++preemptions_;
 }
 
+bool Scheduler::hold_prefills() const {
+  if (cfg_.prefill_batch <= 1 || waiting_.empty() || int(running_.size()) * 4 < cfg_.max_num_seqs) return false;
+  const Sequence* head = waiting_.front();
+  if (head->queued_step == 0 || head->num_computed > 0) return false;  // preempted, or a prompt in progress
+  return int(waiting_.size()) < cfg_.prefill_batch && step_ - head->queued_step < uint64_t(cfg_.prefill_max_wait);
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
+  ++step_;
   int budget = cfg_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
@@ -33,8 +42,10 @@ SchedulerOutput Scheduler::schedule() {
     budget -= n;
     ++i;
   }
-  // No new admissions in a step that had to preempt (the pool is under pressure).
-  while (out.preempted == 0 && !waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
+  // No new admissions in a step that had to preempt (the pool is under pressure), nor while new
+  // prompts are held back to be prefilled together.
+  const bool hold = hold_prefills();
+  while (!hold && out.preempted == 0 && !waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
     Sequence* s = waiting_.front();
     if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
     const int n = std::min(s->num_tokens() - s->num_computed, budget);

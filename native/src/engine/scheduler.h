@@ -5,6 +5,12 @@
 // blocks are freed, num_computed returns to 0, it goes back to the head of the queue; its full
 // blocks usually stay in the prefix cache). Then waiting sequences, strictly first-come-first-
 // served: the head waits for room, so a long request is never starved by short ones.
+// Prefill batching (prefill_batch > 1; TGI's max_waiting_tokens / waiting_served_ratio idea): while
+// at least a quarter of max_num_seqs sequences decode, new prompts wait until prefill_batch of them
+// are queued or the oldest has waited prefill_max_wait steps. A step that prefills costs far more
+// than a decode step on a GPU whatever the number of prompts in it (the longest prompt's attention
+// chain, ~200 graph nodes either way), so fewer such steps carrying more prompts raise throughput
+// at the price of a few steps of TTFT.
 #pragma once
 #include <deque>
 #include <vector>
@@ -17,6 +23,8 @@ namespace ee {
 struct SchedulerConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
+  int prefill_batch = 1;     // 1: admit new prompts as soon as there is room
+  int prefill_max_wait = 8;  // steps
 };
 
 struct Scheduled {
@@ -36,7 +44,10 @@ class Scheduler {
  public:
   Scheduler(KvManager& kv, SchedulerConfig cfg) : kv_(kv), cfg_(cfg) {}
 
-  void add(Sequence* s) { waiting_.push_back(s); }
+  void add(Sequence* s) {
+    s->queued_step = step_ + 1;  // the first step that may admit it
+    waiting_.push_back(s);
+  }
   // Adds a forked choice directly to the running set (it shares its parent's computed prefix).
   void add_running(Sequence* s) { running_.push_back(s); }
   SchedulerOutput schedule();
@@ -49,12 +60,14 @@ class Scheduler {
 
  private:
   void preempt(Sequence* s);
+  bool hold_prefills() const;
 
   KvManager& kv_;
   SchedulerConfig cfg_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;
   uint64_t preemptions_ = 0;
+  uint64_t step_ = 0;  // schedule() calls
 };
 
 }  // namespace ee

@@ -28,6 +28,7 @@ struct Sequence {
   int prefix_hit = -1;                 // prompt tokens found in the prefix cache on first admission
   Rng rng;
   uint64_t arrival = 0;  // FCFS order
+  uint64_t queued_step = 0;  // the scheduler step it joined the waiting queue (0: preempted, admit first)
   bool forked = false;   // choices 1..n-1 exist (set on choice 0 once its prefill is sampled)
   Finish finish = Finish::None;
   // Penalty state, only kept when the request uses penalties: counts of generated tokens and
