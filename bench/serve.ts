@@ -104,6 +104,15 @@ async function main(): Promise<void> {
       return m?.['sc.step'] !== undefined && m['sc.submitted'] !== undefined ? [m['sc.step'] - m['sc.submitted'] - direct[i]!.ttftMs] : [];
     }),
   );
+  // The same difference inside the server only: gw.recv (the gateway's handler starts) to gw.sse
+  // (the first token's chunk written), minus the engine alone. It leaves out the benchmark client's
+  // own HTTP work and the loopback TCP hops, which any HTTP server would add.
+  const serverOverhead = paired(
+    http.flatMap((h, i) => {
+      const m = marks.get(h.id);
+      return m?.['gw.sse'] !== undefined && m['gw.recv'] !== undefined ? [m['gw.sse'] - m['gw.recv'] - direct[i]!.ttftMs] : [];
+    }),
+  );
   const ttft = {
     request: `chat, one user message (${chats[1]!.direct.prompt.length} prompt tokens), ${NEW_TOKENS} new tokens, greedy, logprobs`,
     directP50Ms: median(direct.map((d) => d.ttftMs)),
@@ -111,6 +120,7 @@ async function main(): Promise<void> {
     directStepP50Ms: median(direct.map((d) => d.stepMs)),
     overhead: paired(http.map((h, i) => h.ttftMs - direct[i]!.ttftMs)),
     engineSlowdown,
+    serverOverhead,
   };
 
   const ci = (p: PairedSummary) => (p.ci95Ms ? `[${f1(p.ci95Ms.lo)}, ${f1(p.ci95Ms.hi)}]` : 'n/a');
@@ -119,6 +129,7 @@ async function main(): Promise<void> {
   const o = ttft.overhead;
   console.log(`TTFT, ${o.pairs} interleaved pairs (${ttft.request}): engine ${f1(ttft.directP50Ms)} ms, HTTP ${f1(ttft.httpP50Ms)} ms (p50)`);
   console.log(`  serving layers: median paired difference ${f1(o.medianMs)} ms, 95% CI ${ci(o)} ms, IQR [${f1(o.p25Ms)}, ${f1(o.p75Ms)}] ms (target <= 5 ms)`);
+  console.log(`  of which inside the server (gw.recv → gw.sse, gateway + socket + tokenizer): median ${f1(serverOverhead.medianMs)} ms, 95% CI ${ci(serverOverhead)} ms`);
   console.log(`stages of ${stages.requests} HTTP requests (p50 / p90 ms; from the server's trace marks):`);
   for (const s of [...stages.path, ...stages.side]) console.log(`  ${s.stage.padEnd(30)} ${f1(s.p50Ms).padStart(7)} ${f1(s.p90Ms).padStart(7)}`);
   console.log(`  engine part (sc.submitted → sc.step) ${f1(stages.engineMs)} ms; everything else ${f1(stages.servingMs)} ms`);
