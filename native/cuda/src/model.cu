@@ -121,7 +121,16 @@ struct Profiler {
     e.rows += rows;
     e.n += 1;
   }
+  // Per-step quantities (rows, tiles) summed per label, printed as means beside the op table.
+  std::map<std::string, std::pair<double, long>> counts;  // label -> (sum, steps)
+  void count(const std::string& label, double v) {
+    auto& e = counts[label];
+    e.first += v;
+    e.second += 1;
+  }
   void print() const {
+    for (auto& [k, v] : counts)
+      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second), v.second);
     if (steps && !step_sums.empty()) {
       std::fprintf(stderr, "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), call total ms\n");
       for (auto& [k, v] : step_sums) {
@@ -299,9 +308,9 @@ struct EeCudaModel {
       f();
       if (prof.ops) prof.end(st, std::string(name) + "." + shape);
     };
-    if (prof.ops) {  // counts, not ms: the table's "total" column is their sum, us/call 1000 x the mean
-      prof.host(std::string("count_rows.") + shape, T);
-      prof.host(std::string("count_prefill_tiles.") + shape, pre_tiles);
+    if (prof.ops) {
+      prof.count("rows." + shape, T);
+      prof.count("prefill_tiles." + shape, pre_tiles);
     }
     op("embed+norm", [&] {
       eec::embed(embed, m, T, H, x, st);
