@@ -9,5 +9,8 @@ export default defineConfig({
     hookTimeout: 300_000,
     // Two cores in CI: one file at a time keeps native thread pools from fighting.
     fileParallelism: false,
+    // An exception thrown in a native callback (a step sink) fails the run as an unhandled error
+    // instead of a deprecation warning that hides it.
+    execArgv: ['--force-node-api-uncaught-exceptions-policy=true'],
   },
 });

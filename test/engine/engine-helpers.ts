@@ -25,6 +25,7 @@ export class TestEngine {
   readonly steps: StepOutput[][] = [];
   readonly statsAfterStep: EngineStatsNative[] = [];
   private waiters: { ids: number[]; resolve: () => void }[] = [];
+  private closed = false;
   engine!: NativeEngine;
   onOutput?: (o: StepOutput) => void;
 
@@ -37,7 +38,8 @@ export class TestEngine {
 
   private onStep(outs: StepOutput[]): void {
     this.steps.push(outs);
-    this.statsAfterStep.push(this.engine.stats());
+    // Outputs of the last steps (aborts included) can arrive after close(), when stats() throws.
+    if (!this.closed) this.statsAfterStep.push(this.engine.stats());
     for (const o of outs) {
       const choices = this.results.get(o.id) ?? [];
       this.results.set(o.id, choices);
@@ -85,6 +87,7 @@ export class TestEngine {
   }
 
   close(): Promise<void> {
+    this.closed = true;
     return this.engine.close();
   }
 }
