@@ -47,7 +47,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'log-level', kind: 'string', scope: 'both', arg: 'LEVEL', help: 'pino level: debug, info (default), warn, error' },
   { name: 'dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'activation precision; weights stay as stored (bf16). float32 (= auto): GEMM inputs as two bf16 planes, fp32-grade logits; bfloat16: plain bf16 activations like vLLM/HF in bf16 — faster on GPUs, logits differ from an fp32 reference by ~0.1-0.3' },
   { name: 'kv-cache-dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'KV cache element type (auto = float32); bfloat16 (CUDA only) halves KV memory and attention reads' },
-  { name: 'enforce-eager', kind: 'bool', scope: 'engine', help: 'CUDA: run decode steps without CUDA graphs (the CPU backend always runs eagerly)' },
+  { name: 'enforce-eager', kind: 'bool', scope: 'engine', help: 'CUDA: run every step without CUDA graphs, none captured at startup (the CPU backend always runs eagerly)' },
   { name: 'tensor-parallel-size', kind: 'int', scope: 'engine', arg: '1', compat: '--tensor-parallel-size 1: accepted; one engine serves one device (run more replicas to scale)', help: 'must be 1' },
   { name: 'swap-space', kind: 'number', scope: 'engine', arg: 'GIB', compat: '--swap-space: accepted and ignored; preemption here recomputes, it never swaps KV blocks to host memory' },
   { name: 'trust-remote-code', kind: 'bool', scope: 'engine', compat: '--trust-remote-code: accepted and ignored; no model code is ever loaded, ERNIE-4.5 is implemented natively' },
