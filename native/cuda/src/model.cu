@@ -17,6 +17,7 @@
 
 #include "ernie_cuda.h"
 #include "kernels.cuh"
+#include "profiler.h"
 
 #define CK(x)                                                                                            \
   do {                                                                                                   \
@@ -70,84 +71,6 @@ struct Layer {
   float* post_norm;
 };
 
-// ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
-// for finding where a step's time goes, never for serving) and print the table when the model is
-// destroyed. "graph": graphs stay on and replays are timed whole. "step": nothing synchronises
-// inside a step; each step's host preparation, host launch time and GPU time (events around the
-// launches) are summed per shape and row bucket, which shows whether eager steps wait on the host.
-struct Profiler {
-  const char* env = std::getenv("ERNIE_CUDA_PROFILE");
-  bool on = env != nullptr;
-  bool ops = on && std::string(env) != "graph" && std::string(env) != "step";  // per op (eager)
-  bool steps = on && std::string(env) == "step";
-  cudaEvent_t a = nullptr, b = nullptr;
-  std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
-  void begin(cudaStream_t s) {
-    if (!on || steps) return;
-    if (!a) {
-      cudaEventCreate(&a);
-      cudaEventCreate(&b);
-    }
-    cudaEventRecord(a, s);
-  }
-  void end(cudaStream_t s, const std::string& op) {
-    if (!on || steps) return;
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    auto& e = ms[op];
-    e.first += t;
-    e.second += 1;
-  }
-  void host(const std::string& op, double t) {
-    if (!on) return;
-    auto& e = ms[op];
-    e.first += t;
-    e.second += 1;
-  }
-  // Step mode: (prep, launch, gpu, total) ms and rows summed per "shape.rows-bucket".
-  struct StepSum {
-    double prep = 0, launch = 0, gpu = 0, total = 0;
-    long rows = 0, n = 0;
-  };
-  std::map<std::string, StepSum> step_sums;
-  void step(const std::string& key, int rows, double prep, double launch, double gpu, double total) {
-    auto& e = step_sums[key];
-    e.prep += prep;
-    e.launch += launch;
-    e.gpu += gpu;
-    e.total += total;
-    e.rows += rows;
-    e.n += 1;
-  }
-  // Per-step quantities (rows, tiles) summed per label, printed as means beside the op table.
-  std::map<std::string, std::pair<double, long>> counts;  // label -> (sum, steps)
-  void count(const std::string& label, double v) {
-    auto& e = counts[label];
-    e.first += v;
-    e.second += 1;
-  }
-  void print() const {
-    for (auto& [k, v] : counts)
-      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second), v.second);
-    if (steps && !step_sums.empty()) {
-      std::fprintf(stderr, "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), call total ms\n");
-      for (auto& [k, v] : step_sums) {
-        const double n = double(v.n);
-        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n, double(v.rows) / n,
-                     v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
-      }
-    }
-    if (!on || ms.empty()) return;
-    double total = 0;
-    for (auto& [k, v] : ms) total += v.first;
-    std::fprintf(stderr, "[cuda profile] op, total ms, calls, us/call, share\n");
-    for (auto& [k, v] : ms)
-      std::fprintf(stderr, "[cuda profile] %-28s %10.2f %8ld %9.1f %5.1f%%\n", k.c_str(), v.first, v.second,
-                   1000.0 * v.first / double(v.second), 100.0 * v.first / total);
-  }
-};
 
 }  // namespace
 
@@ -191,7 +114,7 @@ struct EeCudaModel {
   // (0 decode / 1 mixed, padded rows, logit rows, output mode) -> the captured step
   std::map<std::array<int, 4>, cudaGraphExec_t> graphs;
   uint64_t graph_steps = 0, eager_steps = 0;
-  Profiler prof;
+  eec::Profiler prof;
   std::string shape;  // profile label suffix of the current step ("decode" / "mixed", then a row bucket)
 
   void* kc(int l) { return kv + size_t(l) * 2 * layer_bytes; }
