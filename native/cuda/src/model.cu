@@ -119,7 +119,9 @@ struct EeCudaModel {
 
   void* kc(int l) { return kv + size_t(l) * 2 * layer_bytes; }
   void* vc(int l) { return kv + (size_t(l) * 2 + 1) * layer_bytes; }
-  int meta_ints() const { return 6 * cap_t + cap_r + 2 + cap_bt; }
+  // Ints of the metadata of S rows, SR logit rows and bt block-table entries (layout: row_meta).
+  static int meta_len(int S, int SR, int bt) { return 6 * S + SR + 2 + bt; }
+  int meta_ints() const { return meta_len(cap_t, cap_r, cap_bt); }
   // The step's metadata, packed for S rows and SR logit rows (S = the graph's batch or the eager
   // step's rows), so that only what the step uses crosses PCIe: [token | pos | slot | bt_off |
   // tile_row | tile_n] x S, out_row x SR, counts x 2, block tables.
@@ -382,9 +384,9 @@ int row_bucket(int n) {
   return 1 << 30;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+double ms_since(Clock::time_point t) { return ms_between(t, Clock::now()); }
 
 // Rows of a mixed-step graph for T rows: steps of 32 rows up to 256, 64 up to 1024, 128 up to
 // 2048, then 256 (at most ~6% padding past 256 rows; ~40 graphs for a 4096-token budget).
@@ -432,7 +434,7 @@ cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out m
   if (it != m.graphs.end()) return it->second;
   m.ensure(g.B, g.SR, g.np > 1 ? size_t(g.dec_grid) * size_t(g.np) : 0, 1, mode == EeCudaModel::Out::kLogits);
   m.cur = EeCudaModel::row_meta(m.meta, g.B, g.SR);
-  const auto t_cap = std::chrono::steady_clock::now();
+  const auto t_cap = Clock::now();
   cudaGraph_t graph;
   CK(cudaStreamBeginCapture(m.st, cudaStreamCaptureModeThreadLocal));
   try {
@@ -466,7 +468,7 @@ void capture_all(EeCudaModel& m) {
 // sampling: per logit row, or null (argmax when argmax_out is given).
 void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out,
              const EeCudaSample* sampling) {
-  const auto t_host = std::chrono::steady_clock::now();
+  const auto t_host = Clock::now();
   const bool want_argmax = argmax_out != nullptr;
   const auto mode = sampling ? EeCudaModel::Out::kSample : want_argmax ? EeCudaModel::Out::kArgmax : EeCudaModel::Out::kLogits;
   int T = 0, R = 0, BT = 0, max_ctx = 0;
@@ -478,8 +480,10 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     max_ctx = std::max(max_ctx, s[i].start_pos + s[i].n_tokens);
     decode = decode && s[i].n_tokens == 1 && s[i].logits == 1;
   }
-  m.shape = decode ? "decode" : "mixed";
-  if (m.prof.ops) m.shape += "." + std::to_string(row_bucket(T));
+  if (m.prof.on) {  // profile labels only: no string work on the serving path
+    m.shape = decode ? "decode" : "mixed";
+    if (m.prof.ops) m.shape += "." + std::to_string(row_bucket(T));
+  }
   // Three kinds of step:
   // - decode graph: every slice one token with logits; B = bucket(n) rows, padded rows are one-row
   //   attention tiles on the scratch block.
@@ -578,28 +582,22 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
   }
-  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(6 * S + SR + 2 + bt_at + 1), cudaMemcpyHostToDevice, m.st));
+  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(EeCudaModel::meta_len(S, SR, bt_at + 1)), cudaMemcpyHostToDevice, m.st));
 
-  const auto t_launch = std::chrono::steady_clock::now();
-  if (m.prof.steps) {
-    if (!m.prof.a) {
-      cudaEventCreate(&m.prof.a);
-      cudaEventCreate(&m.prof.b);
-    }
-    cudaEventRecord(m.prof.a, m.st);
-  }
+  const auto t_launch = Clock::now();
+  m.prof.step_begin(m.st);
   if (graph || mgraph) {
     cudaGraphExec_t exec = graph_for(m, gp, mode);
     m.prof.begin(m.st);
     CK(cudaGraphLaunch(exec, m.st));
-    m.prof.end(m.st, (mgraph ? "graph.mixed." : "graph.") + std::to_string(B));
+    if (m.prof.on) m.prof.end(m.st, (mgraph ? "graph.mixed." : "graph.") + std::to_string(B));
     ++m.graph_steps;
   } else {
     m.run(T, R, dec_tiles, pre_tiles, part_keys, np, mode);
     ++m.eager_steps;
   }
-  const auto t_launched = std::chrono::steady_clock::now();
-  if (m.prof.steps) cudaEventRecord(m.prof.b, m.st);
+  const auto t_launched = Clock::now();
+  m.prof.step_end(m.st);
   if (R > 0) {
     if (want_argmax)
       CK(cudaMemcpyAsync(m.argmax_h, m.argmax_d, sizeof(int32_t) * size_t(R), cudaMemcpyDeviceToHost, m.st));
@@ -607,16 +605,12 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
   }
   CK(cudaStreamSynchronize(m.st));
-  const auto t_done = std::chrono::steady_clock::now();
-  auto ms_between = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  if (m.prof.steps) {
-    float gpu = 0;
-    cudaEventElapsedTime(&gpu, m.prof.a, m.prof.b);
+  const auto t_done = Clock::now();
+  if (m.prof.steps)
     m.prof.step(m.shape + (graph || mgraph ? "(g)." : ".") + std::to_string(row_bucket(B)), B, ms_between(t_host, t_launch),
-                ms_between(t_launch, t_launched), gpu, ms_between(t_host, t_done));
-  } else {
-    m.prof.host(std::string("forward_call.") + m.shape, ms_between(t_host, t_done));
-  }
+                ms_between(t_launch, t_launched), ms_between(t_host, t_done));
+  else if (m.prof.on)
+    m.prof.host("forward_call." + m.shape, ms_between(t_host, t_done));
   if (R > 0) {
     if (want_argmax)
       std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));

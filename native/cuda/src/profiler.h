@@ -21,13 +21,16 @@ struct Profiler {
   bool steps = on && std::string(env) == "step";
   cudaEvent_t a = nullptr, b = nullptr;
   std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
-  void begin(cudaStream_t s) {
-    if (!on || steps) return;
+  void record_a(cudaStream_t s) {
     if (!a) {
       cudaEventCreate(&a);
       cudaEventCreate(&b);
     }
     cudaEventRecord(a, s);
+  }
+  // Per op / per graph replay (modes 1 and graph): synchronises at end().
+  void begin(cudaStream_t s) {
+    if (on && !steps) record_a(s);
   }
   void end(cudaStream_t s, const std::string& op) {
     if (!on || steps) return;
@@ -51,7 +54,16 @@ struct Profiler {
     long rows = 0, n = 0;
   };
   std::map<std::string, StepSum> step_sums;
-  void step(const std::string& key, int rows, double prep, double launch, double gpu, double total) {
+  // Around a step's launches (mode step): events only, read by step() after the step's own sync.
+  void step_begin(cudaStream_t s) {
+    if (steps) record_a(s);
+  }
+  void step_end(cudaStream_t s) {
+    if (steps) cudaEventRecord(b, s);
+  }
+  void step(const std::string& key, int rows, double prep, double launch, double total) {
+    float gpu = 0;
+    cudaEventElapsedTime(&gpu, a, b);
     auto& e = step_sums[key];
     e.prep += prep;
     e.launch += launch;
