@@ -50,6 +50,13 @@ struct AttnLayer {
   float scale;           // head_dim^-0.5
 };
 
+// Floats of scratch the attention kernel needs for up to n_keys keys.
+inline size_t attention_scratch(const AttnLayer& L, int n_keys) {
+  const size_t rep = size_t(L.num_heads / L.num_kv_heads);
+  const size_t ld = size_t(n_keys + L.block_size - 1) / size_t(L.block_size) * size_t(L.block_size);
+  return rep * ld;  // scores [rep][ld], ld = n_keys padded to whole blocks
+}
+
 struct Kernels {
   const char* isa;
   size_t (*act_bytes)(int M, int K);
@@ -67,8 +74,8 @@ struct Kernels {
   float (*max_val)(const float* x, int n);
   // out[i] = exp(x[i] - shift) (out may be x, or nullptr to only sum); returns the sum.
   float (*exp_sum)(const float* x, int n, float shift, float* out);
-  // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: >= (num_heads
-  // / num_kv_heads) * (start_pos + t1 + block_size) floats. num_heads / num_kv_heads <= 64.
+  // Causal attention for one sequence, one KV head, query tokens [t0, t1). scratch: at least
+  // attention_scratch(L, start_pos + t1) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
   // The ISA's widest multiply-add (vdpbf16ps on AVX512-BF16: 64 FLOP; vfmadd231ps on AVX2: 16)
   // on 24 independent registers (12 measured latency-bound on Zen 5), `iters` x 24 times; returns

@@ -70,12 +70,12 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
     for (int g = 0; g < cfg_.num_kv_heads; ++g)
       for (int t = 0; t < batch[size_t(i)].n_tokens; t += kAttnTokensPerTask)
         tasks.push_back({i, g, t, std::min(batch[size_t(i)].n_tokens, t + kAttnTokensPerTask)});
-  const int qd = cfg_.q_dim(), rep = cfg_.num_heads / cfg_.num_kv_heads;
+  const int qd = cfg_.q_dim();
   pool_->run(int(tasks.size()), [&](int ti, int worker) {
     const Task& tk = tasks[size_t(ti)];
     const SeqSlice& s = batch[size_t(tk.slice)];
     std::vector<float>& sc = scores_[size_t(worker)];
-    const size_t need = size_t(rep) * size_t(s.start_pos + tk.t1 + kv_->block_size());
+    const size_t need = cpu::attention_scratch(L, s.start_pos + tk.t1);
     if (sc.size() < need) sc.resize(need);
     cpu::AttnSeq as{q_.data() + size_t(row0[size_t(tk.slice)]) * qd, attn_.data() + size_t(row0[size_t(tk.slice)]) * qd,
                     s.n_tokens, s.start_pos, s.block_table};
