@@ -79,15 +79,23 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   const bf16_t* lo = hi + size_t(M) * Kp;
   const int full = N / 4 * 4;
   const int g0 = n0 / 4, g1 = std::min(n1, full) / 4;
-  // Loop order: 4 activation rows (hi + lo: 16 KiB at K = 1024) stay in L1 while this task's
-  // weight groups stream past them from L2; halves L2 traffic against the opposite order.
+  // Loop order: MB activation rows (4 x hi + lo, or 6 x hi: 16 / 12 KiB at K = 1024) stay in L1
+  // while this task's weight groups stream past them from L2; halves L2 traffic against the
+  // opposite order.
+  // NOTE: 6 rows (24 accumulators) without the lo plane: one weight load feeds 6 dot products
+  // instead of 4; measured 298 -> 332 GFLOP/s on one core (K = 1024, 128 weight rows). The precise
+  // kernel already does 8 per weight load and stays at 4 rows (6 would need 24 + 4 + 2 registers
+  // and measured no faster).
+  constexpr int MB = PRECISE ? 4 : 6;
   int m = 0;
-  for (; m + 4 <= M; m += 4)
-    rows_times_groups<4, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, g0, g1, y + size_t(m) * ldy, ldy);
+  for (; m + MB <= M; m += MB)
+    rows_times_groups<MB, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, g0, g1, y + size_t(m) * ldy, ldy);
   const bf16_t* h = hi + size_t(m) * Kp;
   const bf16_t* l = lo + size_t(m) * Kp;
   float* yy = y + size_t(m) * ldy;
   switch (M - m) {
+    case 5: rows_times_groups<5, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
+    case 4: rows_times_groups<4, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
     case 3: rows_times_groups<3, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
     case 2: rows_times_groups<2, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
     case 1: rows_times_groups<1, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
