@@ -46,7 +46,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'drain-delay', kind: 'number', scope: 'gateway', arg: 'SECONDS', help: 'on SIGTERM, keep serving this long with /ready 503 before refusing connections, so load balancers probing /ready move away first (default 0)' },
   { name: 'log-level', kind: 'string', scope: 'both', arg: 'LEVEL', help: 'pino level: debug, info (default), warn, error' },
   { name: 'dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'activation precision; weights stay as stored (bf16). float32 (= auto): GEMM inputs as two bf16 planes, fp32-grade logits; bfloat16: plain bf16 activations like vLLM/HF in bf16 — faster on GPUs, logits differ from an fp32 reference by ~0.1-0.3' },
-  { name: 'kv-cache-dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'KV cache element type (auto = float32); bfloat16 (CUDA only) halves KV memory and attention reads' },
+  { name: 'kv-cache-dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'KV cache element type (auto = float32); bfloat16 halves KV memory and attention reads' },
   { name: 'enforce-eager', kind: 'bool', scope: 'engine', help: 'CUDA: run every step without CUDA graphs, none captured at startup (the CPU backend always runs eagerly)' },
   { name: 'tensor-parallel-size', kind: 'int', scope: 'engine', arg: '1', compat: '--tensor-parallel-size 1: accepted; one engine serves one device (run more replicas to scale)', help: 'must be 1' },
   { name: 'swap-space', kind: 'number', scope: 'engine', arg: 'GIB', compat: '--swap-space: accepted and ignored; preemption here recomputes, it never swaps KV blocks to host memory' },

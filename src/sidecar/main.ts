@@ -42,7 +42,7 @@ export interface SidecarOptions {
   enforceEager?: boolean;
   /** --dtype: false = plain bf16 activations (default true: two bf16 planes, fp32-grade). */
   precise?: boolean;
-  /** --kv-cache-dtype (bfloat16: CUDA only). */
+  /** --kv-cache-dtype. */
   kvCacheDtype?: 'float32' | 'bfloat16';
   maxNumQueuedReqs: number;
   listen: ListenAddress[];

@@ -37,9 +37,15 @@ describe('device selection', () => {
     expect(defaultCudaLibrary({})).toMatch(/native\/cuda\/build\/libernie_cuda\.so$/);
     expect(defaultCudaLibrary({ ERNIE_EDGE_CUDA_LIBRARY: 'x/lib.so' })).toBe(path.resolve('x/lib.so'));
   });
-  it('a bfloat16 KV cache is CUDA only: the CPU refuses it with a reason; its blocks are half the bytes', async () => {
-    await expect(loadModel(TINY, { device: 'cpu', kvBlocks: 8, kvCacheDtype: 'bfloat16' })).rejects.toThrow(/CPU backend keeps the KV cache in float32/);
+  it('a bfloat16 KV cache on the CPU: blocks of half the bytes, other element types refused with a reason', async () => {
     const ck = await readCheckpoint(TINY);
     expect(kvBlockBytes(ck, 16, 'bfloat16') * 2).toBe(kvBlockBytes(ck, 16));
+    const { model } = await loadModel(TINY, { device: 'cpu', kvBlocks: 8, kvCacheDtype: 'bfloat16' });
+    try {
+      expect(model.info().kvBytes).toBe(8 * kvBlockBytes(ck, 16, 'bfloat16'));
+    } finally {
+      model.close();
+    }
+    await expect(loadModel(TINY, { device: 'cpu', kvBlocks: 8, kvCacheDtype: 'float16' as 'bfloat16' })).rejects.toThrow(/kvCacheDtype must be float32 or bfloat16/);
   });
 });

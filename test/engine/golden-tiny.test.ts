@@ -29,6 +29,20 @@ describe.each(isas)('tiny golden on %s', (isa) => {
     expect(got.length).toBe(p.prompt.length * V);
   });
 
+  it('with a bfloat16 KV cache: logits at every position within 5e-2 on every prompt', async () => {
+    const bf = (await loadModel(dir, { isa, kvBlocks: 64, blockSize: 16, threads: 2, kvCacheDtype: 'bfloat16' })).model;
+    try {
+      for (const [i, p] of golden.prompts.entries()) {
+        const got = await bf.forward([{ tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(16, 64, i + 1), logits: 2 }]);
+        const diff = maxAbsDiff(got, readF32('tiny', p.prefill_logits_file!));
+        console.log(`[${isa}] tiny prompt ${i}, bf16 KV: max |logit diff| over all positions = ${diff.toExponential(2)}`);
+        expect(diff).toBeLessThan(5e-2);
+      }
+    } finally {
+      bf.close();
+    }
+  });
+
   it.each(golden.prompts.map((p, i) => [i, p] as const))('prompt %i: greedy continuation per the margin rule', async (i, p) => {
     const out = await model.generateGreedy({ tokens: Int32Array.from(p.prompt), blockTable: scatteredBlocks(16, 64, i) }, p.greedy.length);
     const { matched, divergedAt } = checkGreedy(Array.from(out.tokens), p.greedy);
@@ -37,14 +51,19 @@ describe.each(isas)('tiny golden on %s', (isa) => {
   });
 });
 
-// precise false: bf16 activations, whose GEMM takes rows 6 at a time (4 in the precise one).
-describe.each([true, false])('paging and chunking are invisible (precise %s)', (precise) => {
+// precise false: bf16 activations, whose GEMM takes rows 6 at a time (4 in the precise one);
+// bfloat16: the KV cache in bf16.
+describe.each([
+  [true, 'float32'],
+  [false, 'float32'],
+  [true, 'bfloat16'],
+] as const)('paging and chunking are invisible (precise %s, KV %s)', (precise, kvCacheDtype) => {
   const prompt = Int32Array.from(golden.prompts[3]!.prompt.slice(0, 40)); // crosses two block boundaries
   let paged: NativeModel;
   let contiguous: NativeModel;
   beforeAll(async () => {
-    paged = (await loadModel(dir, { kvBlocks: 32, blockSize: 16, threads: 2, precise })).model;
-    contiguous = (await loadModel(dir, { kvBlocks: 1, blockSize: 64, threads: 2, precise })).model;
+    paged = (await loadModel(dir, { kvBlocks: 32, blockSize: 16, threads: 2, precise, kvCacheDtype })).model;
+    contiguous = (await loadModel(dir, { kvBlocks: 1, blockSize: 64, threads: 2, precise, kvCacheDtype })).model;
   });
   afterAll(() => {
     paged.close();

@@ -25,7 +25,7 @@ struct LoadOptions {
   float gpu_memory_utilization = 0.9f;
   bool enforce_eager = false;
   bool capture_graphs = false;
-  std::string kv_cache_dtype = "float32";  // or "bfloat16" (CUDA only)
+  std::string kv_cache_dtype = "float32";  // or "bfloat16"
   int max_model_len = 8192;
   int max_num_seqs = 256;
   int max_batched_tokens = 2048;

@@ -60,11 +60,11 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   }
   if (opts.device != "cpu") return Status::error("unknown device '" + opts.device + "' (cpu or cuda)");
   if (opts.kv_blocks <= 0) return Status::error("kvBlocks and blockSize must be positive");
-  if (opts.kv_cache_dtype != "float32")
-    return Status::error("the CPU backend keeps the KV cache in float32 (kvCacheDtype '" + opts.kv_cache_dtype + "' is CUDA only)");
+  if (opts.kv_cache_dtype != "float32" && opts.kv_cache_dtype != "bfloat16")
+    return Status::error("kvCacheDtype must be float32 or bfloat16 (got '" + opts.kv_cache_dtype + "')");
   auto w = ModelWeights::load(opts.config, opts.tensors);
   if (!w.is_ok()) return w.status();
-  auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size);
+  auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size, opts.kv_cache_dtype == "bfloat16");
   if (!kv->ok()) return Status::error("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);

@@ -41,8 +41,9 @@ struct AttnSeq {
 };
 
 struct AttnLayer {
-  const float* k_cache;  // [num_blocks, num_kv_heads, head_dim, block_size] fp32 (K transposed per block)
-  const float* v_cache;  // [num_blocks, num_kv_heads, block_size, head_dim] fp32
+  const void* k_cache;  // [num_blocks, num_kv_heads, head_dim, block_size] (K transposed per block)
+  const void* v_cache;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  bool kv_bf16;         // cache elements bf16 (widened to fp32 as they are loaded), else fp32
   int block_size;
   int num_heads;
   int num_kv_heads;

@@ -60,8 +60,8 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
 }
 
 void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0) {
-  cpu::AttnLayer L{kv_->k(layer), kv_->v(layer), kv_->block_size(), cfg_.num_heads, cfg_.num_kv_heads,
-                   cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
+  cpu::AttnLayer L{kv_->k(layer), kv_->v(layer), kv_->bf16(), kv_->block_size(), cfg_.num_heads,
+                   cfg_.num_kv_heads, cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
   struct Task {
     int slice, kvh, t0, t1;
   };
@@ -84,11 +84,14 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
 }
 
 Status ModelRunner::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
-  const size_t tile = size_t(cfg_.num_kv_heads) * size_t(kv_->block_size()) * size_t(cfg_.head_dim);
+  const size_t eb = kv_->elem_bytes();
+  const size_t tile = size_t(cfg_.num_kv_heads) * size_t(kv_->block_size()) * size_t(cfg_.head_dim) * eb;
   for (int l = 0; l < cfg_.num_layers; ++l)
     for (const auto& [src, dst] : src_dst) {
-      std::memcpy(kv_->k(l) + kv_->tile(dst, 0), kv_->k(l) + kv_->tile(src, 0), tile * sizeof(float));
-      std::memcpy(kv_->v(l) + kv_->tile(dst, 0), kv_->v(l) + kv_->tile(src, 0), tile * sizeof(float));
+      auto* k = static_cast<uint8_t*>(kv_->k(l));
+      auto* v = static_cast<uint8_t*>(kv_->v(l));
+      std::memcpy(k + kv_->tile(dst, 0) * eb, k + kv_->tile(src, 0) * eb, tile);
+      std::memcpy(v + kv_->tile(dst, 0) * eb, v + kv_->tile(src, 0) * eb, tile);
     }
   return Status::ok();
 }
@@ -144,8 +147,9 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     gemm(xn_.data(), T, H, {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
     lap(clk, prof_.gemm_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
-    float* kc = kv_->k(l);
-    float* vc = kv_->v(l);
+    void* kc = kv_->k(l);
+    void* vc = kv_->v(l);
+    const bool kv_bf16 = kv_->bf16();
     rows(T, 16, [&](int r0, int r1) {
       std::vector<float> cs(static_cast<size_t>(D));
       for (int r = r0; r < r1; ++r) {
@@ -157,10 +161,17 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
         const SeqSlice& s = *row_slice[size_t(r)];
         const int block = s.block_table[p / bs], slot = p % bs;
         for (int g = 0; g < cfg_.num_kv_heads; ++g) {
-          float* kt = kc + kv_->tile(block, g) + slot;  // K^T: column `slot`
-          for (int d = 0; d < D; ++d) kt[size_t(d) * bs] = kr[size_t(g) * D + d];
-          std::memcpy(vc + kv_->tile(block, g) + size_t(slot) * D, v_new_.data() + size_t(r) * KVD + size_t(g) * D,
-                      sizeof(float) * D);
+          const float* kg = kr + size_t(g) * D;
+          const float* vg = v_new_.data() + size_t(r) * KVD + size_t(g) * D;
+          const size_t kt = kv_->tile(block, g) + slot;  // K^T: column `slot`
+          const size_t vt = kv_->tile(block, g) + size_t(slot) * D;
+          if (kv_bf16) {  // rounded to nearest even, as torch's .to(torch.bfloat16)
+            for (int d = 0; d < D; ++d) static_cast<bf16_t*>(kc)[kt + size_t(d) * bs] = f32_to_bf16(kg[d]);
+            for (int d = 0; d < D; ++d) static_cast<bf16_t*>(vc)[vt + size_t(d)] = f32_to_bf16(vg[d]);
+          } else {
+            for (int d = 0; d < D; ++d) static_cast<float*>(kc)[kt + size_t(d) * bs] = kg[d];
+            std::memcpy(static_cast<float*>(vc) + vt, vg, sizeof(float) * D);
+          }
         }
       }
     });
