@@ -7,7 +7,7 @@
 //      when the bench package is not installed), also into bench/results/llama.json.
 // `--quick` runs fewer requests per level (and caps new tokens at 64 in the side-by-side);
 // `--llama-only` runs only the side-by-side (ours and llama.cpp) and writes only llama.json;
-// `--dtype bfloat16` runs ours with bf16 activations (results in engine-bf16.json / llama-bf16.json).
+// `--dtype bfloat16` runs ours with bf16 activations and KV cache (results in engine-bf16.json / llama-bf16.json).
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,10 +24,12 @@ import { articleWorkload, randomWorkload } from './engine/workload.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const llamaOnly = process.argv.includes('--llama-only');
-// --dtype bfloat16: our engine with plain bf16 activations (llama.cpp's and vLLM's precision) instead
-// of the default fp32-grade two-plane GEMM inputs; results go to *-bf16.json.
+// --dtype bfloat16: our engine at llama.cpp's precision: plain bf16 activations (its and vLLM's)
+// instead of the default fp32-grade two-plane GEMM inputs, and a 16-bit KV cache (bf16; llama.cpp's
+// default is f16) instead of fp32; results go to *-bf16.json.
 const dtypeArg = process.argv[process.argv.indexOf('--dtype') + 1];
 const precise = !(process.argv.includes('--dtype') && dtypeArg === 'bfloat16');
+const kvCacheDtype = precise ? 'float32' : 'bfloat16';
 const suffix = precise ? '' : '-bf16';
 const f1 = (x: number) => x.toFixed(1);
 const f0 = (x: number) => x.toFixed(0);
@@ -46,12 +48,12 @@ function row(r: RunResult, base?: RunResult): string {
 // wave's prompt tokens, half the 64-stream wave's; llama.cpp, on a fresh context per level,
 // recomputed them. Within a level no two prompts share a block, so off changes nothing else.
 function openEngine(dir: string): Promise<BenchEngine> {
-  return openBenchEngine(dir, { kvCacheMemory: 4 * 2 ** 30, precise }, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096, enablePrefixCaching: false });
+  return openBenchEngine(dir, { kvCacheMemory: 4 * 2 ** 30, precise, kvCacheDtype }, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096, enablePrefixCaching: false });
 }
 
 /** 2-3. naive baseline (one contiguous 1024-token KV buffer) vs the engine: the article and the random workload. */
 async function engineSections(dir: string, single: SingleStreamResult) {
-  const { model: flat } = await loadModel(dir, { kvBlocks: 1, blockSize: 1024, precise });
+  const { model: flat } = await loadModel(dir, { kvBlocks: 1, blockSize: 1024, precise, kvCacheDtype });
   const { engine, setSink, kvBlockBytes, nextIds } = await openEngine(dir);
 
   const article = await articleWorkload(256);
@@ -107,7 +109,7 @@ async function sideBySide(dir: string, single: SingleStreamResult, threads: numb
   const llama = await runLlamaSide(threads, quick);
   if (!llama) return null;
   const rows = compare(ours, llama);
-  const out = { date: new Date().toISOString(), quick, oursActivations: precise ? 'float32' : 'bfloat16', ours, llama, comparison: rows };
+  const out = { date: new Date().toISOString(), quick, oursActivations: precise ? 'float32' : 'bfloat16', oursKvCache: kvCacheDtype, ours, llama, comparison: rows };
   await writeFile(path.join(here, 'results', `llama${suffix}.json`), JSON.stringify(out, null, 2) + '\n');
   console.log(`wrote bench/results/llama${suffix}.json`);
   // The summary engine.json carries; the full figures are in llama.json.
@@ -127,9 +129,9 @@ async function main(): Promise<void> {
   await mkdir(path.join(here, 'results'), { recursive: true });
 
   // 1. single stream
-  const { model } = await loadModel(dir, { kvBlocks: 256, blockSize: 16, precise });
+  const { model } = await loadModel(dir, { kvBlocks: 256, blockSize: 16, precise, kvCacheDtype });
   const info = model.info();
-  console.log(`engine: ${info.isa}, ${info.threads} threads, weights ${(info.weightBytes / 1e6).toFixed(0)} MB (bf16), activations ${precise ? 'fp32-grade (two bf16 planes)' : 'bf16'}`);
+  console.log(`engine: ${info.isa}, ${info.threads} threads, weights ${(info.weightBytes / 1e6).toFixed(0)} MB (bf16), activations ${precise ? 'fp32-grade (two bf16 planes)' : 'bf16'}, KV cache ${kvCacheDtype}`);
   const single = await singleStream(model, { decodeTokens: 128, prefillTokens: 512, runs: 3 });
   model.close();
   console.log('\nsingle stream (0.3B shape, formula weights)');
@@ -148,6 +150,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: os.cpus()[0]?.model, cores: cpu.cores, isa: info.isa, threads: info.threads },
     activations: precise ? 'float32' : 'bfloat16',
+    kvCache: kvCacheDtype,
     singleStream: single,
     ...sections,
     peakRssBytes: process.resourceUsage().maxRSS * 1024,
