@@ -10,6 +10,7 @@
 //   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
 #include "device.cuh"
 #include "kernels.cuh"
+#include "launch.cuh"
 #include "mma.cuh"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ template <int REP, int D, typename KV, int NW, int QPW>
 __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
                                                          int heads, int KVH, int bs, int P, int NP, float scale,
                                                          int planes, float* part_acc, float* part_ml, bf16* act) {
+  pdl_begin();
   constexpr int NQ = NW * QPW;  // query vectors per tile
   constexpr int NT = NW * 32;   // threads
   constexpr int DL = D / 32;    // output dims per lane
@@ -143,6 +145,7 @@ __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, cons
 
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
                                     int D, int P, int NP, int planes, bf16* act) {
+  pdl_begin();
   if (int(blockIdx.x) >= m.counts[0]) return;
   const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
   const int rep = heads / KVH, g = h / rep, hh = h % rep;
@@ -212,6 +215,7 @@ template <int REP, int D, typename KV, bool QLO, int NWK>
 __global__ void __launch_bounds__(NWK * 32)
     attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                            int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
+  pdl_begin();
   constexpr bool KVLO = sizeof(KV) == 4;
   constexpr int P = NWK * kWarpKeys, NT = NWK * 32;
   constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
@@ -409,14 +413,9 @@ template <int REP, int D, typename KV, bool QLO, int NWK>
 void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                 int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
   constexpr size_t bytes = dec_mma_smem<REP, D, KV, NWK>();
-  auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;
-  static const bool sized = [&] {  // past the 48 KB default for an fp32 cache; once per kernel
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-    return true;
-  }();
-  (void)sized;
+  auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;  // its shared memory limit: attention_prepare
   const float sl = scale * 1.4426950408889634f;  // the kernel's softmax is in the log2 domain
-  kernel<<<grid, NWK * 32, bytes, s>>>(q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
+  launch(kernel, grid, NWK * 32, bytes, s, q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
 }
 
 // P = 32 (up to 8 rows): the tile kernel; P = 64 / 128: tensor cores with 2 / 4 warps.
@@ -426,7 +425,7 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
 #define EEC_MMA(QLO, NWK) \
   launch_mma<REP, D, KV, QLO, NWK>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s)
   if (nwk == 1)
-    attn_tile_kernel<REP, D, KV, 4, 4><<<dim3(grid.x, grid.y, NP), 128, 0, s>>>(q, kc, vc, m, T, heads, KVH, bs,
+    launch(attn_tile_kernel<REP, D, KV, 4, 4>, dim3(grid.x, grid.y, NP), 128, 0, s, q, kc, vc, m, T, heads, KVH, bs,
                                                                               kWarpKeys, NP, scale, planes, pa, pm, act);
   else if (nwk == 2 && planes == 2)
     EEC_MMA(true, 2);
@@ -472,7 +471,40 @@ void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, i
     launch_rep<64, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
 }
 
+// Past the 48 KB default of dynamic shared memory (an fp32 cache's V tiles): raised once per model,
+// at its creation, for the kernels its shape can launch (as attention_prefill_prepare, and why).
+template <int REP, int D, typename KV, bool QLO>
+cudaError_t size_mma() {
+  cudaError_t e = cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, 2>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(dec_mma_smem<REP, D, KV, 2>()));
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(dec_mma_smem<REP, D, KV, 4>()));
+}
+template <int D, typename KV>
+cudaError_t size_rep(int rep, bool qlo) {
+  switch (rep) {
+#define EEC_REP(R) \
+  case R:          \
+    return qlo ? size_mma<R, D, KV, true>() : size_mma<R, D, KV, false>();
+    EEC_REP(1)
+    EEC_REP(2)
+    EEC_REP(4)
+    EEC_REP(8)
+    EEC_REP(16)
+#undef EEC_REP
+  }
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
+
+cudaError_t attention_prepare(int heads, int kv_heads, int D, bool kv_bf16, int planes) {
+  const int rep = heads / kv_heads;
+  const bool qlo = planes == 2;
+  if (D == 128) return kv_bf16 ? size_rep<128, bf16>(rep, qlo) : size_rep<128, float>(rep, qlo);
+  return kv_bf16 ? size_rep<64, bf16>(rep, qlo) : size_rep<64, float>(rep, qlo);
+}
 
 bool attention_supported(int heads, int kv_heads, int D) {
   const int rep = heads / kv_heads;
@@ -490,7 +522,7 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
     attention_t<float>(q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T, tiles, heads,
                        kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   if (num_parts > 1)
-    attn_combine_kernel<<<dim3(tiles, heads), D, 0, s>>>(part_acc, part_ml, m, T, heads, kv_heads, D, part_keys,
+    launch(attn_combine_kernel, dim3(tiles, heads), D, 0, s, part_acc, part_ml, m, T, heads, kv_heads, D, part_keys,
                                                          num_parts, planes, act);
 }
 

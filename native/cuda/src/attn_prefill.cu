@@ -22,6 +22,7 @@
 // plane and a bf16 cache it is one mma per product, the precision of bf16 serving engines.
 #include "device.cuh"
 #include "kernels.cuh"
+#include "launch.cuh"
 #include "mma.cuh"
 
 namespace eec {
@@ -53,6 +54,7 @@ template <int D, typename KV, bool QLO, bool KVLO>
 __global__ void __launch_bounds__(kWarps * 32)
     attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                         int rep, int bs, float scale_log2, bf16* act) {
+  pdl_begin();
   constexpr int KS = D / 16;  // mma k-steps over the head dim (S = q·K^T)
   constexpr int NO = D / 8;   // output n-tiles (O = P·V)
   constexpr int NS = kGroupKeys / 8;
@@ -271,17 +273,12 @@ void launch_q(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, 
               int rep, int bs, float sl, bf16* act, cudaStream_t s) {
   constexpr bool kvlo = sizeof(KV) == 4;
   constexpr size_t bytes = prefill_smem_bytes<D, QLO, kvlo>();
-  auto* kernel = attn_prefill_kernel<D, KV, QLO, kvlo>;
-  static const bool sized = [&] {  // past the 48 KB default for the precise planes
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-    return true;
-  }();
-  (void)sized;
-  kernel<<<grid, kWarps * 32, bytes, s>>>(q, kc, vc, m, T, heads, KVH, rep, bs, sl, act);
+  auto* kernel = attn_prefill_kernel<D, KV, QLO, kvlo>;  // its shared memory limit: attention_prefill_prepare
+  launch(kernel, grid, kWarps * 32, bytes, s, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act);
 }
 
 template <int D, typename KV>
-void launch(dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
+void launch_qlo(dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
             int KVH, int rep, int bs, float sl, bf16* act, cudaStream_t s) {
   if (qlo)
     launch_q<D, KV, true>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
@@ -294,12 +291,32 @@ void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV
   const float scale_log2 = 1.4426950408889634f / sqrtf(float(D));  // softmax in the log2 domain
   const int rep = heads / KVH;
   if (D == 128)
-    launch<128, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
+    launch_qlo<128, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
   else
-    launch<64, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
+    launch_qlo<64, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
+}
+
+// Past the 48 KB default of dynamic shared memory: raised once per model, at its creation. Not
+// lazily at the first launch (as before): the call synchronises, which fails inside a graph
+// capture and invalidates it, and a "done" cached after the failed call hid the failure.
+template <int D, typename KV, bool QLO>
+cudaError_t size_q() {
+  constexpr bool kvlo = sizeof(KV) == 4;
+  return cudaFuncSetAttribute(attn_prefill_kernel<D, KV, QLO, kvlo>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(prefill_smem_bytes<D, QLO, kvlo>()));
+}
+template <int D, typename KV>
+cudaError_t size_qlo(bool qlo) {
+  return qlo ? size_q<D, KV, true>() : size_q<D, KV, false>();
 }
 
 }  // namespace
+
+cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes) {
+  const bool qlo = planes == 2;
+  if (D == 128) return kv_bf16 ? size_qlo<128, bf16>(qlo) : size_qlo<128, float>(qlo);
+  return kv_bf16 ? size_qlo<64, bf16>(qlo) : size_qlo<64, float>(qlo);
+}
 
 int attn_rows_per_tile(int heads, int kv_heads) { return kTileQ / (heads / kv_heads); }
 

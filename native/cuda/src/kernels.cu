@@ -3,6 +3,7 @@
 
 #include "device.cuh"
 #include "kernels.cuh"
+#include "launch.cuh"
 
 namespace eec {
 
@@ -42,6 +43,7 @@ __device__ T block_reduce(T v, T* red, Op op) {
 __device__ float block_sum(float v, float* red) { return block_reduce(v, red, Sum{}); }
 
 __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, float* x) {
+  pdl_begin();
   const int r = blockIdx.x;
   const bf16* row = table + size_t(token[r]) * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[size_t(r) * H + i] = __bfloat162float(row[i]);
@@ -50,6 +52,7 @@ __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, flo
 // Dynamic shared memory: H floats (the row being normalised).
 __global__ void residual_rmsnorm_kernel(float* x, const float* y, const int32_t* rows, int T, int R, int H,
                                         const float* w, float eps, bool write_x, int planes, bf16* act) {
+  pdl_begin();
   extern __shared__ float row[];
   __shared__ float red[33];
   const int i = blockIdx.x;
@@ -71,6 +74,7 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* y, const int32_t*
 template <typename KV>
 __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
                                bool interleaved, int planes, float* q_out, KV* k_cache, KV* v_cache, int T) {
+  pdl_begin();
   const int r = blockIdx.x;
   const int QD = heads * D, KVD = kv_heads * D, W = QD + 2 * KVD, half = D / 2;
   const size_t row = size_t(r) * W, lo = size_t(T) * W;
@@ -103,6 +107,7 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
 }
 
 __global__ void silu_mul_kernel(const float* y, int T, int I, int planes, bf16* act) {
+  pdl_begin();
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(T) * I) return;
   const size_t r = idx / I, i = idx % I, lo = size_t(T) * 2 * I;
@@ -111,6 +116,7 @@ __global__ void silu_mul_kernel(const float* y, int T, int I, int planes, bf16* 
 }
 
 __global__ void logits_sum_kernel(const float* y, int R, int V, int planes, float* logits) {
+  pdl_begin();
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(R) * V) return;
   logits[idx] = planes_sum(y, idx, size_t(R) * V, planes);
@@ -133,6 +139,7 @@ __device__ __forceinline__ int32_t argmax_key_index(unsigned long long k) {
 // (zeroed before). NaN never wins; a row of NaNs keeps key 0.
 constexpr int kArgmaxSpan = 4096;
 __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, unsigned long long* keys) {
+  pdl_begin();
   __shared__ unsigned long long red[33];
   const int r = blockIdx.x, t = threadIdx.x;
   const int v0 = blockIdx.y * kArgmaxSpan, v1 = min(V, v0 + kArgmaxSpan);
@@ -146,6 +153,7 @@ __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, u
 }
 
 __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32_t* out) {
+  pdl_begin();
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < R) out[r] = argmax_key_index(keys[r]);
 }
@@ -163,6 +171,7 @@ constexpr int kSampleThreads = 1024;
 
 __global__ void __launch_bounds__(kSampleThreads) sample_kernel(float* y, int R, int V, int planes,
                                                                 const SampleParams* sp, int32_t* out) {
+  pdl_begin();
   __shared__ double dred[33];
   __shared__ float fred[33];
   __shared__ unsigned long long kred[33];
@@ -278,6 +287,7 @@ __global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a,
   const int grp = warp / KS, ksl = warp % KS;
   const int n0 = (blockIdx.x * GROUPS + grp) * kNC;
   const int slice = K / KS, kb = ksl * slice, ke = kb + slice;
+  pdl_begin();
   float acc[MMAX][kNC];
 #pragma unroll
   for (int i = 0; i < MMAX; ++i)
@@ -336,14 +346,15 @@ void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, floa
   const int groups = (N + kNC - 1) / kNC, per_block = 8 / ks;
   const unsigned blocks = unsigned((groups + per_block - 1) / per_block);
   switch (ks) {
-    case 1: gemv_kernel<MMAX, 1><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
-    case 2: gemv_kernel<MMAX, 2><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
-    case 4: gemv_kernel<MMAX, 4><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
-    default: gemv_kernel<MMAX, 8><<<blocks, 256, 0, s>>>(w, a, out, M, N, K); break;
+    case 1: launch(gemv_kernel<MMAX, 1>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    case 2: launch(gemv_kernel<MMAX, 2>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    case 4: launch(gemv_kernel<MMAX, 4>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    default: launch(gemv_kernel<MMAX, 8>, blocks, 256, 0, s, w, a, out, M, N, K); break;
   }
 }
 
 __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t block_words) {
+  pdl_begin();
   const size_t src = size_t(pairs[2 * blockIdx.y]), dst = size_t(pairs[2 * blockIdx.y + 1]);
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < block_words; i += size_t(gridDim.x) * blockDim.x)
     cache[dst * block_words + i] = cache[src * block_words + i];
@@ -352,42 +363,42 @@ __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t
 }  // namespace
 
 void embed(const bf16* table, RowMeta m, int T, int H, float* x, cudaStream_t s) {
-  embed_kernel<<<T, 256, 0, s>>>(table, m.token, H, x);
+  launch(embed_kernel, T, 256, 0, s, table, m.token, H, x);
 }
 
 void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int R, int H, const float* w, float eps,
                       bool write_x, int planes, bf16* act, cudaStream_t s) {
-  residual_rmsnorm_kernel<<<R, 256, size_t(H) * sizeof(float), s>>>(x, y, rows, T, R, H, w, eps, write_x, planes, act);
+  launch(residual_rmsnorm_kernel, R, 256, size_t(H) * sizeof(float), s, x, y, rows, T, R, H, w, eps, write_x, planes, act);
 }
 
 void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
              int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s) {
   if (kv_bf16)
-    rope_kv_kernel<bf16><<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
+    launch(rope_kv_kernel<bf16>, T, 256, 0, s, qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
                                            static_cast<bf16*>(k_cache), static_cast<bf16*>(v_cache), T);
   else
-    rope_kv_kernel<float><<<T, 256, 0, s>>>(qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
+    launch(rope_kv_kernel<float>, T, 256, 0, s, qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
                                             static_cast<float*>(k_cache), static_cast<float*>(v_cache), T);
 }
 
 void silu_mul(const float* y, int T, int I, int planes, bf16* act, cudaStream_t s) {
   const size_t n = size_t(T) * I;
-  silu_mul_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, T, I, planes, act);
+  launch(silu_mul_kernel, unsigned((n + 255) / 256), 256, 0, s, y, T, I, planes, act);
 }
 
 void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStream_t s) {
   const size_t n = size_t(R) * V;
-  logits_sum_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(y, R, V, planes, logits);
+  launch(logits_sum_kernel, unsigned((n + 255) / 256), 256, 0, s, y, R, V, planes, logits);
 }
 
 void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s) {
   cudaMemsetAsync(keys, 0, sizeof(unsigned long long) * size_t(R), s);
-  logits_argmax_kernel<<<dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s>>>(y, R, V, planes, keys);
-  argmax_index_kernel<<<(R + 255) / 256, 256, 0, s>>>(keys, R, argmax);
+  launch(logits_argmax_kernel, dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s, y, R, V, planes, keys);
+  launch(argmax_index_kernel, (R + 255) / 256, 256, 0, s, keys, R, argmax);
 }
 
 void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s) {
-  sample_kernel<<<R, kSampleThreads, 0, s>>>(y, R, V, planes, params, out);
+  launch(sample_kernel, R, kSampleThreads, 0, s, y, R, V, planes, params, out);
 }
 
 bool gemv(const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {
@@ -408,7 +419,7 @@ bool gemv(const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStr
 }
 
 void copy_blocks(void* cache, const int32_t* pairs, int n, size_t block_bytes, cudaStream_t s) {
-  copy_blocks_kernel<<<dim3(16, n), 256, 0, s>>>(static_cast<uint32_t*>(cache), pairs, block_bytes / 4);
+  launch(copy_blocks_kernel, dim3(16, n), 256, 0, s, static_cast<uint32_t*>(cache), pairs, block_bytes / 4);
 }
 
 }  // namespace eec

@@ -49,6 +49,11 @@ void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D,
 // Row r sees keys [0, pos[r]].
 bool attention_supported(int heads, int kv_heads, int D);
 
+// Once per model, before any step (never inside a graph capture): raise the dynamic shared memory
+// limits of the attention kernels this shape and precision launch.
+cudaError_t attention_prepare(int heads, int kv_heads, int D, bool kv_bf16, int planes);
+cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes);
+
 // Decode rows (attention, attn_decode.cu): one-row tiles 0 .. tiles - 1 (decode tiles come first
 // in the metadata): up to 8 rows fp32 on CUDA cores, beyond on tensor cores (as the prefill). Keys
 // are split into partitions of `part_keys` (32, 64 or 128; flash-decoding): partition p of row r
