@@ -296,9 +296,10 @@ void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV
     launch_qlo<64, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
 }
 
-// Past the 48 KB default of dynamic shared memory: raised once per model, at its creation. Not
-// lazily at the first launch (as before): the call synchronises, which fails inside a graph
-// capture and invalidates it, and a "done" cached after the failed call hid the failure.
+// Past the 48 KB default of dynamic shared memory: raised once per model, at its creation, on its
+// device. Not lazily at the first launch (as before): that launch may come inside a graph capture,
+// where a failing call would have gone unnoticed behind the cached process-wide "done" flag, and
+// the flag was wrong with more than one device (the limit is per device context).
 template <int D, typename KV, bool QLO>
 cudaError_t size_q() {
   constexpr bool kvlo = sizeof(KV) == 4;
