@@ -14,6 +14,7 @@
 #include "mma.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace eec {
 
@@ -438,21 +439,25 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
 #undef EEC_MMA
 }
 
+// f(std::integral_constant<int, REP>{}) for the runtime number of query heads per KV head (1, 2, 4,
+// 8 or 16: attention_supported), which the kernels take as a template parameter.
+template <typename F>
+auto with_rep(int rep, F&& f) {
+  switch (rep) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    default: return f(std::integral_constant<int, 16>{});
+  }
+}
+
 template <int D, typename KV>
 void launch_rep(int rep, int nw, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
                 int KVH, int bs, int NP, float scale, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
-  switch (rep) {
-#define EEC_REP(R)                                                                                  \
-  case R:                                                                                           \
-    launch_nw<R, D, KV>(nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s); \
-    break;
-    EEC_REP(1)
-    EEC_REP(2)
-    EEC_REP(4)
-    EEC_REP(8)
-    EEC_REP(16)
-#undef EEC_REP
-  }
+  with_rep(rep, [&](auto r) {
+    launch_nw<decltype(r)::value, D, KV>(nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
+  });
 }
 
 template <typename KV>
@@ -483,18 +488,10 @@ cudaError_t size_mma() {
 }
 template <int D, typename KV>
 cudaError_t size_rep(int rep, bool qlo) {
-  switch (rep) {
-#define EEC_REP(R) \
-  case R:          \
+  return with_rep(rep, [&](auto r) {
+    constexpr int R = decltype(r)::value;
     return qlo ? size_mma<R, D, KV, true>() : size_mma<R, D, KV, false>();
-    EEC_REP(1)
-    EEC_REP(2)
-    EEC_REP(4)
-    EEC_REP(8)
-    EEC_REP(16)
-#undef EEC_REP
-  }
-  return cudaErrorInvalidValue;
+  });
 }
 
 }  // namespace
