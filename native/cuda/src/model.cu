@@ -381,7 +381,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   const int max_seqs = std::max(1, d.max_num_seqs);
   const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
-  const int pk = eec::attn_decode_part_keys(max_seqs);
+  const int pk = eec::attn_decode_part_keys(max_seqs, m.kv_bf16);
   m.ensure(rows, max_seqs, size_t(max_seqs) * size_t((d.max_model_len + pk - 1) / pk), max_seqs * bt_per_seq + rows + 1,
            false);
 
@@ -451,7 +451,7 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
   g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
   // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
   g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
-  g.part_keys = eec::attn_decode_part_keys(g.dec_grid);
+  g.part_keys = eec::attn_decode_part_keys(g.dec_grid, m.kv_bf16);
   g.np = (m.d.max_model_len + g.part_keys - 1) / g.part_keys;  // any row up to max_model_len
   return g;
 }
@@ -543,7 +543,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
   // The attention grids: decode tiles (rows the partitions are sized for) and prefill tiles.
   const int dec_grid = graph || mgraph ? gp.dec_grid : n_dec;
-  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid);
+  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid, m.kv_bf16);
   const int np = graph || mgraph ? gp.np : (dec_ctx + part_keys - 1) / part_keys;
   m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_grid) * size_t(np) : 0, BT + 1, !want_argmax);
 
