@@ -438,11 +438,13 @@ void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m
 template <int REP, int D, typename KV, bool QLO>
 void launch_chunks(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
                    int KVH, int bs, int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
-  if constexpr (sizeof(KV) == 2) {  // an fp32 cache keeps one chunk per warp (attn_decode_part_keys)
+  if constexpr (sizeof(KV) == 2) {
     if (nwk == 8)
       launch_mma<REP, D, KV, QLO, 4, 2>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
     else
       launch_mma<REP, D, KV, QLO, 4, 4>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
+  } else {  // EeCudaModel::decode_chunks is 1 with an fp32 cache
+    throw std::logic_error("decode partitions of more than 128 keys need a bf16 cache");
   }
 }
 

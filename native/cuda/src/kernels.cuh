@@ -6,7 +6,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
-#include <cstdlib>
 
 namespace eec {
 
@@ -70,21 +69,9 @@ cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes);
 // between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
 // Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
 // larger when many (fewer partials to write and merge).
-// ERNIE_CUDA_DECODE_CHUNKS=2 or 4 (experimental, default 1): beyond 64 rows with a bf16 cache, each
-// warp of the tensor-core decode kernel takes that many 32-key chunks of a partition (online
-// softmax across them), partitions of 256 / 512 keys: fewer blocks, each amortising its q loads,
-// merge and partial writes over more keys (at 256 rows the kernel moved ~1.2 TB/s of K/V).
-inline int attn_decode_chunks() {
-  static const int c = [] {
-    const char* e = std::getenv("ERNIE_CUDA_DECODE_CHUNKS");
-    const int v = e ? std::atoi(e) : 1;
-    return v == 2 || v == 4 ? v : 1;
-  }();
-  return c;
-}
-inline int attn_decode_part_keys(int rows, bool kv_bf16) {
-  return rows <= 8 ? 32 : rows <= 64 ? 64 : kv_bf16 ? 128 * attn_decode_chunks() : 128;
-}
+// chunks (1, 2 or 4; more than 1 only with a bf16 cache): 32-key chunks per warp of the
+// tensor-core kernel beyond 64 rows, so partitions of 128 x chunks keys (EeCudaModel::decode_chunks).
+inline int attn_decode_part_keys(int rows, int chunks) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128 * chunks; }
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
                int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
                float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
