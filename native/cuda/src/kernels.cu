@@ -362,6 +362,16 @@ __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t
 
 }  // namespace
 
+// Keeps the GPU busy for ~ns nanoseconds: the op profiler queues it before its start event, so
+// the event pair times the op's GPU work rather than the host's launch gap (which an idle GPU waits through).
+__global__ void spin_kernel(long long ns) {
+  const long long t0 = clock64();
+  const long long cycles = ns * 2;  // ~2 GHz SM clock; only a lower bound matters
+  while (clock64() - t0 < cycles) {
+  }
+}
+void spin(long long ns, cudaStream_t s) { launch(spin_kernel, 1, 1, 0, s, ns); }
+
 void embed(const bf16* table, RowMeta m, int T, int H, float* x, cudaStream_t s) {
   launch(embed_kernel, T, 256, 0, s, table, m.token, H, x);
 }

@@ -29,6 +29,8 @@ struct RowMeta {
 // lo halves below are absent and GEMM outputs have T rows instead of 2T.
 
 // x[r] = embed[token[r]] (fp32).
+// A one-thread kernel that keeps the GPU busy for about ns nanoseconds (the op profiler's).
+void spin(long long ns, cudaStream_t s);
 void embed(const __nv_bfloat16* table, RowMeta m, int T, int H, float* x, cudaStream_t s);
 
 // For output row i (input row r = rows ? rows[i] : i): x_r += y[r] (+ y[T + r] with two planes)

@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "kernels.cuh"
+
 namespace eec {
 
 // ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
@@ -28,9 +30,13 @@ struct Profiler {
     }
     cudaEventRecord(a, s);
   }
-  // Per op / per graph replay (modes 1 and graph): synchronises at end().
+  // Per op / per graph replay (modes 1 and graph): synchronises at end(). Per op, a spin kernel
+  // queued first keeps the GPU busy while the host launches the op (cuBLAS's host work alone is
+  // several us), so the events bracket GPU work only.
   void begin(cudaStream_t s) {
-    if (on && !steps) record_a(s);
+    if (!on || steps) return;
+    if (ops) spin(50000, s);
+    record_a(s);
   }
   void end(cudaStream_t s, const std::string& op) {
     if (!on || steps) return;

@@ -126,7 +126,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return o;
   }
 
-  // close() -> Promise: stops the step thread off the event loop (a step may be in flight).
+  // close() -> Promise: stops the step thread off the event loop (a step may be in flight), then
+  // frees the engine, its model and its pool there too, so that the memory (GPU memory with the
+  // CUDA backend) is free when the promise resolves. Before, the model lived until the garbage
+  // collector dropped the last handle: a cudaFree at a random moment on the JS thread, which
+  // invalidated a CUDA graph capture running on another engine's step thread (measured on the H200).
   Napi::Value Close(const Napi::CallbackInfo& info) {
     auto d = Napi::Promise::Deferred::New(info.Env());
     if (!h_) {
@@ -136,7 +140,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     struct Closer : Napi::AsyncWorker {
       Closer(Napi::Env env, std::shared_ptr<EngineHolder> h, Napi::Promise::Deferred d)
           : Napi::AsyncWorker(env), h(std::move(h)), d(d) {}
-      void Execute() override { h->engine->stop(); }
+      void Execute() override {
+        h->engine->stop();
+        h->engine.reset();  // engine first: it stops its thread before the pool goes
+        h->pool.reset();
+      }
       void OnOK() override {
         h->tsfn.Release();
         d.Resolve(Env().Undefined());
