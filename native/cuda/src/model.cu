@@ -58,12 +58,14 @@ T* halloc(size_t n) {
 
 // Serialises, across every model in the process, what must not interleave with a stream capture on
 // another thread: graph captures themselves, and the allocations, frees and synchronous copies of
-// model creation, buffer growth, copy-on-write pairs and destruction (cudaMalloc / cudaFree
-// synchronise the device, which invalidates a capture in flight). Measured on the H200: with two
-// engines in one process, graphs captured lazily on one engine's step thread failed in ~1 of 6
-// test runs while the other engine's model was freed (by the JS garbage collector, before close()
-// freed it): cuBLAS "failed to launch", then "operation failed due to a previous error during
-// capture", failing every request of the step. Recursive: creation captures its graphs.
+// model creation, buffer growth, copy-on-write pairs and destruction (cudaFree synchronises the
+// device, and a capture in flight on another thread does not survive it). Measured on the H200:
+// with engines created and closed one after another in a process, graphs captured lazily on an
+// engine's step thread failed in ~1 of 6 test runs, while an earlier engine's model was freed by
+// the JS garbage collector (close() did not free it then): cuBLAS "failed to launch", then
+// "operation failed due to a previous error during capture", failing every request of the step.
+// With this lock and close() freeing the model: 0 failures in 2,548 runs. Recursive: creation
+// captures its graphs.
 std::recursive_mutex& api_mutex() {
   static std::recursive_mutex m;
   return m;
