@@ -49,6 +49,9 @@ struct AttnLayer {
   int num_kv_heads;
   int head_dim;
   float scale;           // head_dim^-0.5
+  // q and the softmax weights rounded to bf16 too, for bf16 dot products against a bf16 cache
+  // (--dtype bfloat16 --kv-cache-dtype bfloat16, where the ISA has AVX512-BF16); else fp32 math.
+  bool bf16_dot = false;
 };
 
 // Floats of scratch the attention kernel needs for up to n_keys keys.

@@ -1,6 +1,7 @@
 // AVX-512 + AVX512-BF16 kernels. Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
 // -mavx512bf16 -mfma; selected only when the CPU reports avx512bf16.
 #define EE_ISA_NS avx512
+#define EE_ATTN_BF16_DOT 1  // this ISA defines attention_bf16_dot (below)
 #include "cpu/simd.h"
 #include "cpu/kernels.h"
 #include "cpu/kernels.inc"
@@ -159,5 +160,173 @@ extern const Kernels kKernels = {
     "avx512bf16", act_bytes, prepare_act, gemm,      rmsnorm, silu_mul, add_inplace,
     bf16_to_f32,  max_val,   exp_sum,     attention, dot_peak,
 };
+
+
+// ---- attention with bf16 dot products (AttnLayer::bf16_dot) ------------------------------------
+// With a bf16 cache and bf16 activations, q and the softmax weights are rounded to bf16 as well and
+// each vdpbf16ps does a pair of products per lane: QK pairs two dims of one key, PV two keys of one
+// dim. Against widening every cache element to fp32 and one FMA per product (the generic path in
+// kernels.inc), about half the instructions per product. Why by hand: the pairs have to be built
+// from the cache's own layouts (K transposed per block, V row per key), which no library takes.
+// The softmax itself stays fp32. Precision: that of bf16 engines (q, P and the cache in bf16,
+// fp32 accumulation), as llama.cpp's 16-bit caches.
+namespace {
+
+alignas(64) constexpr uint16_t kPairIdx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+// Lane i: (a[i], b[i]) as one bf16 pair (a low), from 16 bf16 each.
+inline __m512i pair16(const uint16_t* a, const uint16_t* b, __m512i idx) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  return _mm512_permutexvar_epi16(idx, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+// n fp32 -> bf16 (round to nearest even), dst may alias src (it never runs ahead of the reads).
+inline void to_bf16(const float* src, uint16_t* dst, int n) {
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 x = _mm512_loadu_ps(src + j);
+    __m256bh h = _mm512_cvtneps_pbh(x);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), reinterpret_cast<__m256i&>(h));
+  }
+  for (; j < n; ++j) dst[j] = f32_to_bf16(src[j]);
+}
+
+// Scores of RG heads (q as bf16 pairs, [RG][D/2] at stride D/2) over C vectors of 16 keys each
+// (kt[c]: the 16 keys' column in a K^T block tile, row stride bs).
+template <int RG, int C>
+inline void qk_tile_dot(const uint32_t* qp, int D, const uint16_t* const* kt, int bs, float scale, float* const* out,
+                        int ld, __m512i idx) {
+  __m512 acc[RG][C];
+  for (int r = 0; r < RG; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int d = 0; d < D; d += 2) {
+    __m512i k[C];
+    for (int c = 0; c < C; ++c) k[c] = pair16(kt[c] + size_t(d) * bs, kt[c] + size_t(d + 1) * bs, idx);
+    for (int r = 0; r < RG; ++r) {
+      const __m512i qv = _mm512_set1_epi32(int(qp[size_t(r) * (D / 2) + d / 2]));
+      for (int c = 0; c < C; ++c) acc[r][c] = dp(acc[r][c], qv, k[c]);
+    }
+  }
+  const __m512 vs = _mm512_set1_ps(scale);
+  for (int r = 0; r < RG; ++r)
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c] + size_t(r) * ld, _mm512_mul_ps(acc[r][c], vs));
+}
+
+template <int RG>
+void qk_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const uint32_t* qp, float* sc, int ld,
+                __m512i idx) {
+  const int D = L.head_dim, bs = L.block_size;
+  const size_t block_stride = size_t(L.num_kv_heads) * bs * D;
+  auto tile = [&](int j) {
+    return static_cast<const uint16_t*>(L.k_cache) + size_t(s.block_table[j / bs]) * block_stride + size_t(kvh) * bs * D + j % bs;
+  };
+  // Whole vectors of 16 keys (bs is a multiple of 16): the last may run into the block's unused
+  // slots, whose scores land in the row's padding and are never read.
+  constexpr int C = 3;
+  const int nv = (n_keys + 15) / 16;
+  const uint16_t* kt[C];
+  float* out[C];
+  int v = 0;
+  for (; v + C <= nv; v += C) {
+    for (int c = 0; c < C; ++c) kt[c] = tile((v + c) * 16), out[c] = sc + (v + c) * 16;
+    qk_tile_dot<RG, C>(qp, D, kt, bs, L.scale, out, ld, idx);
+  }
+  for (; v < nv; ++v) {
+    kt[0] = tile(v * 16), out[0] = sc + v * 16;
+    qk_tile_dot<RG, 1>(qp, D, kt, bs, L.scale, out, ld, idx);
+  }
+}
+
+// out[r][d0 .. d0 + 16 NV) = inv_sum[r] * sum_j p(r, j) V[j][d0 ..], p as bf16 pairs (row r at
+// pp + r * ldp, pair j / 2; an odd n_keys has a zero weight after its last key).
+template <int RG, int NV>
+inline void pv_tile_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const uint32_t* pp, int ldp, int d0,
+                        float* out, const float* inv_sum, __m512i idx) {
+  const int D = L.head_dim, bs = L.block_size;
+  const size_t block_stride = size_t(L.num_kv_heads) * bs * D;
+  __m512 acc[RG][NV];
+  for (int r = 0; r < RG; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  auto step = [&](int j, const __m512i* vv) {
+    for (int r = 0; r < RG; ++r) {
+      const __m512i pv = _mm512_set1_epi32(int(pp[size_t(r) * ldp + j / 2]));
+      for (int v = 0; v < NV; ++v) acc[r][v] = dp(acc[r][v], pv, vv[v]);
+    }
+  };
+  for (int j0 = 0; j0 < n_keys; j0 += bs) {
+    const uint16_t* vb = static_cast<const uint16_t*>(L.v_cache) + size_t(s.block_table[j0 / bs]) * block_stride +
+                         size_t(kvh) * bs * D + d0;
+    const int len = std::min(bs, n_keys - j0);
+    int jj = 0;
+    for (; jj + 2 <= len; jj += 2) {
+      __m512i vv[NV];
+      for (int v = 0; v < NV; ++v) vv[v] = pair16(vb + size_t(jj) * D + 16 * v, vb + size_t(jj + 1) * D + 16 * v, idx);
+      step(j0 + jj, vv);
+    }
+    if (jj < len) {  // the odd last key, paired with zeros (its partner weight is zero too)
+      __m512i vv[NV];
+      for (int v = 0; v < NV; ++v)
+        vv[v] = _mm512_maskz_permutexvar_epi16(0x55555555u, idx, _mm512_castsi256_si512(_mm256_loadu_si256(
+                                                                     reinterpret_cast<const __m256i*>(vb + size_t(jj) * D + 16 * v))));
+      step(j0 + jj, vv);
+    }
+  }
+  for (int r = 0; r < RG; ++r)
+    for (int v = 0; v < NV; ++v)
+      _mm512_storeu_ps(out + size_t(r) * D + d0 + 16 * v, _mm512_mul_ps(acc[r][v], _mm512_set1_ps(inv_sum[r])));
+}
+
+template <int RG>
+void pv_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const uint32_t* pp, int ldp, float* out,
+                const float* inv_sum, __m512i idx) {
+  const int D = L.head_dim;
+  int d0 = 0;
+  for (; d0 + 48 <= D; d0 += 48) pv_tile_dot<RG, 3>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
+  for (; d0 + 16 <= D; d0 += 16) pv_tile_dot<RG, 1>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
+}
+
+constexpr int kDotMaxQ = 4096;  // rep x head_dim of one KV head's queries, as bf16 on the stack
+
+}  // namespace
+
+bool attention_bf16_dot_takes(const AttnLayer& L) {
+  const int rep = L.num_heads / L.num_kv_heads;
+  return L.kv_bf16 && L.block_size % 16 == 0 && L.head_dim % 16 == 0 && rep <= 64 && rep * L.head_dim <= kDotMaxQ;
+}
+
+void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, int t1, float* scratch) {
+  const int D = L.head_dim, bs = L.block_size;
+  const int rep = L.num_heads / L.num_kv_heads;
+  const int qstride = L.num_heads * D;
+  const __m512i idx = _mm512_load_si512(kPairIdx);
+  alignas(64) uint16_t qb[kDotMaxQ];
+  for (int t = t0; t < t1; ++t) {
+    const int n_keys = s.start_pos + t + 1;
+    const int ld = (n_keys + bs - 1) / bs * bs;
+    to_bf16(s.q + size_t(t) * qstride + size_t(kvh) * rep * D, qb, rep * D);
+    const uint32_t* qp = reinterpret_cast<const uint32_t*>(qb);  // [rep][D / 2] pairs
+    float* o = s.out + size_t(t) * qstride + size_t(kvh) * rep * D;
+    float* scores = scratch;
+    int r = 0;
+    for (; r + 8 <= rep; r += 8) qk_all_dot<8>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+    for (; r + 4 <= rep; r += 4) qk_all_dot<4>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+    for (; r < rep; ++r) qk_all_dot<1>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+    float inv_sum[64];
+    softmax_rows(scores, rep, ld, n_keys, inv_sum);
+    // Each row's weights to bf16 in place (row r keeps its base; bf16 j at byte 2j never passes a
+    // float not yet read), then a zero weight after an odd last key.
+    for (r = 0; r < rep; ++r) {
+      uint16_t* pb = reinterpret_cast<uint16_t*>(scores + size_t(r) * ld);
+      to_bf16(scores + size_t(r) * ld, pb, n_keys);
+      if (n_keys % 2) pb[n_keys] = 0;
+    }
+    const uint32_t* pp = reinterpret_cast<const uint32_t*>(scores);  // row r at pp + r * ld
+    r = 0;
+    for (; r + 8 <= rep; r += 8) pv_all_dot<8>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r + 4 <= rep; r += 4) pv_all_dot<4>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r < rep; ++r) pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+  }
+}
 
 }  // namespace ee::cpu::avx512

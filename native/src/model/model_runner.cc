@@ -62,6 +62,7 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
 void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0) {
   cpu::AttnLayer L{kv_->k(layer), kv_->v(layer), kv_->bf16(), kv_->block_size(), cfg_.num_heads,
                    cfg_.num_kv_heads, cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
+  L.bf16_dot = !precise_;  // bf16 activations: q and P may be bf16 too (used with a bf16 cache)
   struct Task {
     int slice, kvh, t0, t1;
   };
