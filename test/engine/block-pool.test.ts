@@ -6,7 +6,7 @@ import { native } from '../../src/sidecar/native.js';
 const pool = (n = 10) => new (native().BlockPool)(n);
 
 describe('block pool', () => {
-  it('allocates from the head of the free queue and returns freed blocks to its tail', () => {
+  it('allocates from the head of the free queue; a freed block with nothing cached goes back to its head', () => {
     const p = pool();
     expect(p.freeOrder()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect([p.allocate(), p.allocate(), p.allocate()]).toEqual([0, 1, 2]);
@@ -14,10 +14,10 @@ describe('block pool', () => {
     expect(p.refCount(1)).toBe(1);
     p.decref(1);
     expect(p.refCount(1)).toBe(0);
-    expect(p.freeOrder()).toEqual([3, 4, 5, 6, 7, 8, 9, 1]);
+    expect(p.freeOrder()).toEqual([1, 3, 4, 5, 6, 7, 8, 9]);
     p.decref(0);
-    expect(p.freeOrder()).toEqual([3, 4, 5, 6, 7, 8, 9, 1, 0]);
-    expect(p.allocate()).toBe(3);
+    expect(p.freeOrder()).toEqual([0, 1, 3, 4, 5, 6, 7, 8, 9]);
+    expect(p.allocate()).toBe(0);
   });
 
   it('counts references: a shared block is free only when the last holder lets go', () => {
@@ -32,7 +32,7 @@ describe('block pool', () => {
     expect(p.freeOrder()).not.toContain(b);
     p.decref(b);
     expect(p.numFree()).toBe(10);
-    expect(p.freeOrder().at(-1)).toBe(b);
+    expect(p.freeOrder()[0]).toBe(b);
   });
 
   it('runs dry without crashing', () => {
@@ -65,6 +65,19 @@ describe('block pool', () => {
     // A hit on a block in use just adds a reference.
     p.acquire(1);
     expect(p.refCount(1)).toBe(2);
+  });
+
+  it('reuses a freed empty block before it evicts any cached one', () => {
+    const p = pool(3);
+    const [a, b] = [p.allocate(), p.allocate(), p.allocate()];
+    p.setHash(a, 5n);
+    p.decref(a); // cached: the tail
+    p.decref(b); // nothing cached: the head
+    expect(p.freeOrder()).toEqual([b, a]);
+    expect(p.allocate()).toBe(b);
+    expect(p.cached(5n)).toBe(a);
+    expect(p.allocate()).toBe(a); // only now is the cached prefix evicted
+    expect(p.cached(5n)).toBe(-1);
   });
 
   it('keeps the first block registered under a hash', () => {

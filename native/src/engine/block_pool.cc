@@ -26,6 +26,14 @@ void BlockPool::push_tail(int b) {
   ++free_count_;
 }
 
+void BlockPool::push_head(int b) {
+  prev_[size_t(b)] = -1;
+  next_[size_t(b)] = head_;
+  if (head_ >= 0) prev_[size_t(head_)] = b; else tail_ = b;
+  head_ = b;
+  ++free_count_;
+}
+
 int BlockPool::allocate() {
   if (head_ < 0) return -1;
   const int b = head_;
@@ -46,7 +54,10 @@ void BlockPool::incref(int b) {
 
 void BlockPool::decref(int b) {
   ENGINE_ASSERT(ref_[size_t(b)] > 0);
-  if (--ref_[size_t(b)] == 0) push_tail(b);
+  if (--ref_[size_t(b)] == 0) {
+    if (has_hash_[size_t(b)]) push_tail(b);
+    else push_head(b);
+  }
 }
 
 int BlockPool::cached(uint64_t hash) const {
