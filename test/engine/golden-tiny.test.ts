@@ -69,7 +69,7 @@ describe.each(isas)('tiny golden on %s', (isa) => {
   });
 });
 
-// precise false: bf16 activations, whose GEMM takes rows 6 at a time (4 in the precise one);
+// precise false: bf16 activations, whose GEMM takes rows 6 at a time (5 in the precise one);
 // bfloat16: the KV cache in bf16 (both: the attention's bf16 dot products on avx512).
 describe.each([
   [true, 'float32'],

@@ -85,9 +85,10 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   // opposite order.
   // NOTE: 6 rows (24 accumulators) without the lo plane: one weight load feeds 6 dot products
   // instead of 4; measured 298 -> 332 GFLOP/s on one core (K = 1024, 128 weight rows). The precise
-  // kernel already does 8 per weight load and stays at 4 rows (6 would need 24 + 4 + 2 registers
-  // and measured no faster).
-  constexpr int MB = PRECISE ? 4 : 6;
+  // kernel takes 5 rows (20 accumulators + 4 weights + hi and lo: 26 registers; 10 dot products per
+  // weight load): 512-token prefill GEMM time 850-871 -> 819-838 ms against 4 rows (three runs
+  // each), 32-row decode steps unchanged; 6 (24 + 4 + 2 registers) measured no faster than 4.
+  constexpr int MB = PRECISE ? 5 : 6;
   int m = 0;
   for (; m + MB <= M; m += MB)
     rows_times_groups<MB, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, g0, g1, y + size_t(m) * ldy, ldy);
