@@ -212,13 +212,13 @@ __device__ __forceinline__ void load8_pairs(const float* p, uint32_t* hi, uint32
   split2<true>(b.z, b.w, hi[3], lo[3]);
 }
 
-template <int REP, int D, typename KV, bool QLO, int NWK, int CH>
+template <int REP, int D, typename KV, bool QLO, int NWK>
 __global__ void __launch_bounds__(NWK * 32)
     attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                            int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
   pdl_begin();
   constexpr bool KVLO = sizeof(KV) == 4;
-  constexpr int P = NWK * kWarpKeys * CH, NT = NWK * 32;
+  constexpr int P = NWK * kWarpKeys, NT = NWK * 32;
   constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
   constexpr int NO = D / 8;      // output n-tiles
   constexpr int LDV = dec_v_ld<D, KV>();
@@ -272,16 +272,13 @@ __global__ void __launch_bounds__(NWK * 32)
   };
 
   for (int p = blockIdx.z; p * P < ctx; p += gridDim.z) {
+    const int j0 = p * P + kWarpKeys * wk;
+    const int n = max(0, min(kWarpKeys, ctx - j0));  // this warp's keys (0: past the context)
     float mw[2] = {-INFINITY, -INFINITY}, lw[2] = {0, 0};
     float o[NO][4];
 #pragma unroll
     for (int i = 0; i < NO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0;
-    // The warp's chunks of the partition: keys [j0, j0 + 32), j0 = p P + 32 (wk + NWK ch).
-    for (int ch = 0; ch < CH; ++ch) {
-      const int j0 = p * P + kWarpKeys * (wk + NWK * ch);
-      const int n = max(0, min(kWarpKeys, ctx - j0));  // this warp's keys (0: past the context)
-      if (n == 0) break;                                // and so are its later chunks
-      if (CH > 1 && ch > 0) __syncwarp();               // the previous chunk's V tile is consumed
+    if (n > 0) {
       // V tile -> shared memory, in flight while S is computed (keys past n repeat the last).
       constexpr int CPR = D * int(sizeof(KV)) / 16;  // 16-byte pieces per row
 #pragma unroll 4
@@ -323,8 +320,7 @@ __global__ void __launch_bounds__(NWK * 32)
             v = 8 * jn + 2 * tq + c < n ? v * scale_log2 : -INFINITY;
             mx = fmaxf(mx, v);
           }
-        mx = quad_max(mx);                  // finite: key 0 of the chunk is valid
-        if (CH > 1) mx = fmaxf(mx, mw[i]);  // the running maximum over the warp's chunks
+        mx = quad_max(mx);  // finite: key 0 of the chunk is valid
         float sum = 0;
 #pragma unroll
         for (int jn = 0; jn < 4; ++jn)
@@ -334,18 +330,8 @@ __global__ void __launch_bounds__(NWK * 32)
             v = exp2f(v - mx);
             sum += v;
           }
-        if (CH > 1) {  // online softmax: rescale what the earlier chunks summed (0 for the first)
-          const float corr = exp2f(mw[i] - mx);
-          lw[i] = lw[i] * corr + quad_sum(sum);
-#pragma unroll
-          for (int nn = 0; nn < NO; ++nn) {
-            o[nn][2 * i] *= corr;
-            o[nn][2 * i + 1] *= corr;
-          }
-        } else {
-          lw[i] = quad_sum(sum);
-        }
         mw[i] = mx;
+        lw[i] = quad_sum(sum);
       }
       cp_async_wait_all();
       __syncwarp();
@@ -424,30 +410,16 @@ __global__ void __launch_bounds__(NWK * 32)
   }
 }
 
-template <int REP, int D, typename KV, bool QLO, int NWK, int CH = 1>
+template <int REP, int D, typename KV, bool QLO, int NWK>
 void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                 int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
   constexpr size_t bytes = dec_mma_smem<REP, D, KV, NWK>();
-  auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK, CH>;  // its shared memory limit: attention_prepare
+  auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;  // its shared memory limit: attention_prepare
   const float sl = scale * 1.4426950408889634f;  // the kernel's softmax is in the log2 domain
   launch(kernel, grid, NWK * 32, bytes, s, q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
 }
 
-// P = 32 (up to 8 rows): the tile kernel; P = 64 / 128: tensor cores with 2 / 4 warps; P = 256 /
-// 512 (a bf16 cache with ERNIE_CUDA_DECODE_CHUNKS=2 / 4): 4 warps of 2 / 4 chunks each.
-template <int REP, int D, typename KV, bool QLO>
-void launch_chunks(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
-                   int KVH, int bs, int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
-  if constexpr (sizeof(KV) == 2) {
-    if (nwk == 8)
-      launch_mma<REP, D, KV, QLO, 4, 2>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
-    else
-      launch_mma<REP, D, KV, QLO, 4, 4>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
-  } else {  // EeCudaModel::decode_chunks is 1 with an fp32 cache
-    throw std::logic_error("decode partitions of more than 128 keys need a bf16 cache");
-  }
-}
-
+// P = 32 (up to 8 rows): the tile kernel; P = 64 / 128: tensor cores with 2 / 4 warps.
 template <int REP, int D, typename KV>
 void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                int bs, int NP, float scale, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
@@ -456,10 +428,6 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
   if (nwk == 1)
     launch(attn_tile_kernel<REP, D, KV, 4, 4>, dim3(grid.x, grid.y, NP), 128, 0, s, q, kc, vc, m, T, heads, KVH, bs,
                                                                               kWarpKeys, NP, scale, planes, pa, pm, act);
-  else if (nwk > 4 && planes == 2)
-    launch_chunks<REP, D, KV, true>(nwk, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
-  else if (nwk > 4)
-    launch_chunks<REP, D, KV, false>(nwk, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s);
   else if (nwk == 2 && planes == 2)
     EEC_MMA(true, 2);
   else if (nwk == 2)
@@ -498,8 +466,7 @@ void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, i
   // Graphs are captured for max_model_len, so NP counts partitions no row may have: rather than a
   // block per partition (most exiting at once: measured 14k empty blocks, ~1/3 of the kernel's time
   // at 256 rows), ~2k blocks loop over partitions z, z + gridDim.z, ...
-  const int target = kTargetBlocks / std::max(1, P / 128);  // a block of P > 128 keys does P / 128 blocks' work
-  const int z = std::max(1, std::min(NP, (target + tiles * KVH - 1) / (tiles * KVH)));
+  const int z = std::max(1, std::min(NP, (kTargetBlocks + tiles * KVH - 1) / (tiles * KVH)));
   const dim3 grid(tiles, KVH, z);
   const float scale = 1.0f / sqrtf(float(D));
   const int rep = heads / KVH, nw = P / kWarpKeys;
@@ -511,20 +478,15 @@ void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, i
 
 // Past the 48 KB default of dynamic shared memory (an fp32 cache's V tiles): raised once per model,
 // at its creation, for the kernels its shape can launch (as attention_prefill_prepare, and why).
-template <int REP, int D, typename KV, bool QLO, int NWK, int CH>
+template <int REP, int D, typename KV, bool QLO, int NWK>
 cudaError_t size_one() {
-  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK, CH>,
+  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(dec_mma_smem<REP, D, KV, NWK>()));
 }
 template <int REP, int D, typename KV, bool QLO>
 cudaError_t size_mma() {
-  cudaError_t e = size_one<REP, D, KV, QLO, 2, 1>();
-  if (e == cudaSuccess) e = size_one<REP, D, KV, QLO, 4, 1>();
-  if constexpr (sizeof(KV) == 2) {
-    if (e == cudaSuccess) e = size_one<REP, D, KV, QLO, 4, 2>();
-    if (e == cudaSuccess) e = size_one<REP, D, KV, QLO, 4, 4>();
-  }
-  return e;
+  const cudaError_t e = size_one<REP, D, KV, QLO, 2>();
+  return e == cudaSuccess ? size_one<REP, D, KV, QLO, 4>() : e;
 }
 template <int D, typename KV>
 cudaError_t size_rep(int rep, bool qlo) {

@@ -28,9 +28,10 @@ struct RowMeta {
 // activations (what bf16 serving engines and HF transformers in bf16 compute). With one plane the
 // lo halves below are absent and GEMM outputs have T rows instead of 2T.
 
-// x[r] = embed[token[r]] (fp32).
 // A one-thread kernel that keeps the GPU busy for about ns nanoseconds (the op profiler's).
 void spin(long long ns, cudaStream_t s);
+
+// x[r] = embed[token[r]] (fp32).
 void embed(const __nv_bfloat16* table, RowMeta m, int T, int H, float* x, cudaStream_t s);
 
 // For output row i (input row r = rows ? rows[i] : i): x_r += y[r] (+ y[T + r] with two planes)
@@ -71,9 +72,7 @@ cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes);
 // between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
 // Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
 // larger when many (fewer partials to write and merge).
-// chunks (1, 2 or 4; more than 1 only with a bf16 cache): 32-key chunks per warp of the
-// tensor-core kernel beyond 64 rows, so partitions of 128 x chunks keys (EeCudaModel::decode_chunks).
-inline int attn_decode_part_keys(int rows, int chunks) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128 * chunks; }
+inline int attn_decode_part_keys(int rows) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128; }
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
                int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
                float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);

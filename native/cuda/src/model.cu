@@ -107,13 +107,6 @@ struct EeCudaModel {
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
   bool overlap = env_int("ERNIE_CUDA_OVERLAP", 0) == 1;
-  // ERNIE_CUDA_DECODE_CHUNKS=2 or 4 (experimental, default 1; bf16 caches only, set at creation):
-  // beyond 64 decode rows each warp of the tensor-core decode kernel takes that many 32-key chunks
-  // of a partition (online softmax across them): fewer blocks, each amortising its q loads, merge
-  // and partial writes over more keys (at 256 rows the kernel moved ~1.2 TB/s of K/V).
-  // Measured on the H200 (bf16, 256 streams, step profile): no gain, 256-row decode steps 1.691 ms
-  // (1) against 1.732 (2) and 1.725 ms (4); kept off.
-  int decode_chunks = 1;
   cublasHandle_t blas = nullptr;
   void* blas_ws = nullptr;
   std::vector<void*> owned;  // device allocations freed on destroy
@@ -355,7 +348,6 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.bs = d.block_size;
   m.planes = d.precise ? 2 : 1;
   m.kv_bf16 = d.kv_bf16 != 0;
-  if (const int c = env_int("ERNIE_CUDA_DECODE_CHUNKS", 1); m.kv_bf16 && (c == 2 || c == 4)) m.decode_chunks = c;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
                              std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
@@ -411,7 +403,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   const int max_seqs = std::max(1, d.max_num_seqs);
   const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
-  const int pk = eec::attn_decode_part_keys(max_seqs, m.decode_chunks);
+  const int pk = eec::attn_decode_part_keys(max_seqs);
   m.ensure(rows, max_seqs, size_t(max_seqs) * size_t((d.max_model_len + pk - 1) / pk), max_seqs * bt_per_seq + rows + 1,
            false);
 
@@ -481,7 +473,7 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
   g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
   // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
   g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
-  g.part_keys = eec::attn_decode_part_keys(g.dec_grid, m.decode_chunks);
+  g.part_keys = eec::attn_decode_part_keys(g.dec_grid);
   g.np = (m.d.max_model_len + g.part_keys - 1) / g.part_keys;  // any row up to max_model_len
   return g;
 }
@@ -590,7 +582,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
   // The attention grids: decode tiles (rows the partitions are sized for) and prefill tiles.
   const int dec_grid = graph || mgraph ? gp.dec_grid : n_dec;
-  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid, m.decode_chunks);
+  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid);
   const int np = graph || mgraph ? gp.np : (dec_ctx + part_keys - 1) / part_keys;
   m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_grid) * size_t(np) : 0, BT + 1, !want_argmax);
 
