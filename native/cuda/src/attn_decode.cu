@@ -191,13 +191,6 @@ constexpr size_t dec_mma_smem() {
   return v > acc ? v : acc;
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-}
 
 // 8 consecutive cache elements as 4 bf16 pairs (hi) and, for fp32, their lo pairs.
 __device__ __forceinline__ void load8_pairs(const bf16* p, uint32_t* hi, uint32_t*) {

@@ -39,21 +39,30 @@ constexpr int kKeys = kGroups * kGroupKeys;  // keys per shared-memory chunk
 // Shared memory (dynamic, bf16, rows of D + 8: an odd number of 16-byte units, so fragment loads
 // are conflict-free): q [QP][kTileQ][LD], then K and V [KP][kKeys][LD] each (P = 2 with lo halves);
 // at the end the K/V space holds a group's partial O [kTileQ][D] and (max, sum) [kTileQ] as floats.
-template <int D, bool QLO, bool KVLO>
+// ST > 0 (a bf16 cache): ST stages of K and V, filled by cp.async.
+template <int D, bool QLO, bool KVLO, int ST>
 constexpr size_t prefill_smem_bytes() {
   const size_t q = size_t((QLO ? 2 : 1) * kTileQ) * (D + 8) * sizeof(bf16);
-  const size_t kv = size_t(2 * (KVLO ? 2 : 1) * kKeys) * (D + 8) * sizeof(bf16);
+  const size_t kv = size_t(2 * (KVLO ? 2 : 1) * (ST > 0 ? ST : 1) * kKeys) * (D + 8) * sizeof(bf16);
   const size_t merge = size_t(kTileQ) * (D + 2) * sizeof(float);
   return q + (kv > merge ? kv : merge);
 }
 
 // QLO: q and P carry lo halves (two activation planes). KVLO: K and V do (fp32 cache).
-// The next chunk's K and V are loaded into registers while the current one is computed (the loop
-// is otherwise bound by global-load latency: ~8 us per chunk measured without it).
-template <int D, typename KV, bool QLO, bool KVLO>
-__global__ void __launch_bounds__(kWarps * 32)
+// How K and V reach shared memory:
+// - ST = 0 (any cache): the next chunk is loaded into registers while the current one is computed
+//   and converted to bf16 planes on the way in (without the prefetch the loop was bound by
+//   global-load latency: ~8 us per chunk).
+// - ST > 0 (bf16 cache only: no conversion needed): ST shared-memory stages filled by cp.async,
+//   ST - 1 chunks in flight while one is computed, and no registers held for them. Why: ncu on the
+//   H200 (bf16, a mixed step of 16 x 384 prompt rows) showed the register version at 228
+//   registers, one block per SM, ~2 active warps per scheduler, each stalled ~40% of its cycles on
+//   the chunk's global loads. Figures: see launch_q.
+template <int D, typename KV, bool QLO, bool KVLO, int ST>
+__global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register allocation measured in launch_q
     attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                         int rep, int bs, float scale_log2, bf16* act) {
+  static_assert(ST == 0 || (!KVLO && sizeof(KV) == 2), "cp.async stages hold a bf16 cache as it is");
   pdl_begin();
   constexpr int KS = D / 16;  // mma k-steps over the head dim (S = q·K^T)
   constexpr int NO = D / 8;   // output n-tiles (O = P·V)
@@ -65,8 +74,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   static_assert(kKeys * D / 4 % NT == 0, "whole groups per thread");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);  // [QP][kTileQ][LD]
-  bf16* ks = qs + QP * kTileQ * LD;              // [KP][kKeys][LD]
-  bf16* vs = ks + KP * kKeys * LD;               // [KP][kKeys][LD]
+  constexpr int NSTG = ST > 0 ? ST : 1;
+  bf16* ks = qs + QP * kTileQ * LD;              // [NSTG][KP][kKeys][LD]
+  bf16* vs = ks + NSTG * KP * kKeys * LD;        // [NSTG][KP][kKeys][LD]
   if (int(blockIdx.x) >= m.counts[1]) return;
   const int tile = m.counts[0] + blockIdx.x, kvh = blockIdx.y;  // prefill tiles follow the decode tiles
   const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
@@ -76,15 +86,52 @@ __global__ void __launch_bounds__(kWarps * 32)
   const size_t QD = size_t(heads) * D;
   const int ctx = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
   const int32_t* bt = m.bt + m.bt_off[r0];
+  const int bmask = bs - 1, bshift = __ffs(bs) - 1;
+  const bool pow2 = (bs & bmask) == 0;
+  const auto key_off = [&](int key) {  // the key's K / V row in the cache (elements)
+    int b, o;
+    if (pow2) {
+      b = key >> bshift;
+      o = key & bmask;
+    } else {
+      b = key / bs;
+      o = key - b * bs;
+    }
+    return ((size_t(bt[b]) * bs + o) * KVH + kvh) * D;
+  };
+  // ST > 0: chunk j0's K and V -> stage stg (keys past ctx zero-filled: their P is 0, and 0 times
+  // uninitialised shared memory could be NaN); one commit group per chunk, empty past the end.
+  const auto issue = [&](int j0, int stg) {
+    if (j0 < ctx) {
+      constexpr int PPR = D * 2 / 16;  // 16-byte pieces per row
+      bf16* kd = ks + stg * kKeys * LD;
+      bf16* vd = vs + stg * kKeys * LD;
+#pragma unroll
+      for (int c = t; c < kKeys * PPR; c += NT) {
+        const int j = c / PPR, piece = c % PPR, key = j0 + j;
+        bf16* kp = kd + j * LD + piece * 8;
+        bf16* vp = vd + j * LD + piece * 8;
+        if (key < ctx) {
+          const size_t off = key_off(key) + piece * 8;
+          cp_async16(kp, kc + off);
+          cp_async16(vp, vc + off);
+        } else {
+          *reinterpret_cast<uint4*>(kp) = make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(vp) = make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+    cp_async_commit();
+  };
 
-  float4 kr[E], vr[E];  // the chunk in flight
+  float4 kr[ST > 0 ? 1 : E], vr[ST > 0 ? 1 : E];  // ST = 0: the chunk in flight
   auto fetch = [&](int j0) {
 #pragma unroll
-    for (int i = 0; i < E; ++i) {
+    for (int i = 0; i < (ST > 0 ? 0 : E); ++i) {
       const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4)), key = j0 + j;
       kr[i] = vr[i] = make_float4(0, 0, 0, 0);
       if (key < ctx) {
-        const size_t off = ((size_t(bt[key / bs]) * bs + key % bs) * KVH + kvh) * D + d;
+        const size_t off = key_off(key) + d;
         kr[i] = load4(kc + off);
         vr[i] = load4(vc + off);
       }
@@ -92,7 +139,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   };
   auto stash = [&] {
 #pragma unroll
-    for (int i = 0; i < E; ++i) {
+    for (int i = 0; i < (ST > 0 ? 0 : E); ++i) {
       const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4));
       uint2 kh, kl, vh, vl;
       split2<KVLO>(kr[i].x, kr[i].y, kh.x, kl.x);
@@ -107,11 +154,17 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   };
-  fetch(0);
+  if constexpr (ST > 0) {
+#pragma unroll
+    for (int i = 0; i < ST - 1; ++i) issue(i * kKeys, i);
+  } else {
+    fetch(0);
+  }
 
+  const int rshift = __ffs(rep) - 1;  // rep is a power of two (attention_supported)
   // q tile -> shared memory as bf16 planes: query vector qi = row qi / rep, head qi % rep.
   for (int e = t; e < kTileQ * D / 2; e += NT) {
-    const int qi = e / (D / 2), d = 2 * (e % (D / 2)), row = qi / rep, h = qi % rep;
+    const int qi = e / (D / 2), d = 2 * (e % (D / 2)), row = qi >> rshift, h = qi & (rep - 1);
     float2 v = make_float2(0, 0);
     if (row < nr) v = *reinterpret_cast<const float2*>(q + size_t(r0 + row) * QD + size_t(kvh * rep + h) * D + d);
     uint32_t hi, lo;
@@ -134,11 +187,21 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
   float mrun[2] = {-INFINITY, -INFINITY}, lrun[2] = {0, 0};
 
-  for (int j0 = 0; j0 < ctx; j0 += kKeys) {
-    __syncthreads();  // the previous chunk is consumed (and, the first time, q is written)
-    stash();
-    __syncthreads();
-    if (j0 + kKeys < ctx) fetch(j0 + kKeys);
+  for (int j0 = 0, c = 0; j0 < ctx; j0 += kKeys, ++c) {
+    int stg = 0;  // the stage holding this chunk
+    if constexpr (ST > 0) {
+      cp_async_wait<ST - 2>();  // this thread's pieces of chunk c have landed
+      __syncthreads();          // everyone's have, and chunk c - 1 is consumed (q is written)
+      issue(j0 + (ST - 1) * kKeys, (c + ST - 1) % ST);
+      stg = c % ST;
+    } else {
+      __syncthreads();  // the previous chunk is consumed (and, the first time, q is written)
+      stash();
+      __syncthreads();
+      if (j0 + kKeys < ctx) fetch(j0 + kKeys);
+    }
+    const bf16* kst = ks + stg * KP * kKeys * LD;
+    const bf16* vst = vs + stg * KP * kKeys * LD;
 
     // S = q · K^T over this chunk: the warp's 16 query vectors x 32 keys.
     float s[NS][4];
@@ -151,7 +214,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (QLO) ldsm_x4(ql, qrow + kTileQ * LD + kk * 16);
 #pragma unroll
       for (int n = 0; n < NS; ++n) {
-        const bf16* kp = &ks[(kb + n * 8 + g) * LD + kk * 16 + 2 * tq];
+        const bf16* kp = &kst[(kb + n * 8 + g) * LD + kk * 16 + 2 * tq];
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kp), b1 = *reinterpret_cast<const uint32_t*>(kp + 8);
         mma(s[n], qh, b0, b1);
         if (QLO) mma(s[n], ql, b0, b1);
@@ -198,13 +261,13 @@ __global__ void __launch_bounds__(kWarps * 32)
 
     // O += P · V: S's accumulator layout is the A fragment's, 16 keys (two n-tiles) per k-step.
 #pragma unroll
-    for (int c = 0; c < kGroupKeys / 16; ++c) {
+    for (int kc16 = 0; kc16 < kGroupKeys / 16; ++kc16) {
       uint32_t ph[4], pl[4];
-      split2<QLO>(s[2 * c][0], s[2 * c][1], ph[0], pl[0]);
-      split2<QLO>(s[2 * c][2], s[2 * c][3], ph[1], pl[1]);
-      split2<QLO>(s[2 * c + 1][0], s[2 * c + 1][1], ph[2], pl[2]);
-      split2<QLO>(s[2 * c + 1][2], s[2 * c + 1][3], ph[3], pl[3]);
-      const bf16* vrow = &vs[(kb + c * 16 + lane % 16) * LD];
+      split2<QLO>(s[2 * kc16][0], s[2 * kc16][1], ph[0], pl[0]);
+      split2<QLO>(s[2 * kc16][2], s[2 * kc16][3], ph[1], pl[1]);
+      split2<QLO>(s[2 * kc16 + 1][0], s[2 * kc16 + 1][1], ph[2], pl[2]);
+      split2<QLO>(s[2 * kc16 + 1][2], s[2 * kc16 + 1][3], ph[3], pl[3]);
+      const bf16* vrow = &vst[(kb + kc16 * 16 + lane % 16) * LD];
 #pragma unroll
       for (int n = 0; n < NO; ++n) {
         uint32_t b0, b1;
@@ -219,6 +282,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
 
+  if constexpr (ST > 0) cp_async_wait<0>();  // (only empty groups are left) before ks is reused
   // Merge the groups' partial softmaxes into group 0, groups 1, 2, ... in turn (a fixed order).
   float* mo = reinterpret_cast<float*>(ks);  // [kTileQ][D] partial O, then [kTileQ][2] (max, sum)
   float* mml = mo + kTileQ * D;
@@ -268,13 +332,26 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// A bf16 cache goes through 3 cp.async stages (ST = 3, one block of 228 -> 145 registers per SM);
+// an fp32 cache through registers (ST = 0). Measured on the H200 (bf16, ncu, per layer): a 512-token
+// prompt 57.7 -> 31.6 us; 16 prompts of 384 tokens in one step 307 -> 217 us. Two stages fitted to
+// two blocks per SM (127 registers) took the 16 prompts to 166 us but the one prompt only to 42 us,
+// and serving steps prefill a few prompts at a time, so three stages it is.
+template <int D, typename KV, bool QLO, int ST>
+void launch_v(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int rep,
+              int bs, float sl, bf16* act, cudaStream_t s) {
+  constexpr bool kvlo = sizeof(KV) == 4;
+  constexpr size_t bytes = prefill_smem_bytes<D, QLO, kvlo, ST>();
+  auto* kernel = attn_prefill_kernel<D, KV, QLO, kvlo, ST>;  // smem limit: attention_prefill_prepare
+  launch(kernel, grid, kWarps * 32, bytes, s, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act);
+}
 template <int D, typename KV, bool QLO>
 void launch_q(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
               int rep, int bs, float sl, bf16* act, cudaStream_t s) {
-  constexpr bool kvlo = sizeof(KV) == 4;
-  constexpr size_t bytes = prefill_smem_bytes<D, QLO, kvlo>();
-  auto* kernel = attn_prefill_kernel<D, KV, QLO, kvlo>;  // its shared memory limit: attention_prefill_prepare
-  launch(kernel, grid, kWarps * 32, bytes, s, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act);
+  if constexpr (sizeof(KV) == 2)
+    launch_v<D, KV, QLO, 3>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
+  else
+    launch_v<D, KV, QLO, 0>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
 }
 
 template <int D, typename KV>
@@ -300,11 +377,18 @@ void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV
 // device. Not lazily at the first launch (as before): that launch may come inside a graph capture,
 // where a failing call would have gone unnoticed behind the cached process-wide "done" flag, and
 // the flag was wrong with more than one device (the limit is per device context).
+template <int D, typename KV, bool QLO, int ST>
+cudaError_t size_v() {
+  constexpr bool kvlo = sizeof(KV) == 4;
+  return cudaFuncSetAttribute(attn_prefill_kernel<D, KV, QLO, kvlo, ST>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(prefill_smem_bytes<D, QLO, kvlo, ST>()));
+}
 template <int D, typename KV, bool QLO>
 cudaError_t size_q() {
-  constexpr bool kvlo = sizeof(KV) == 4;
-  return cudaFuncSetAttribute(attn_prefill_kernel<D, KV, QLO, kvlo>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              int(prefill_smem_bytes<D, QLO, kvlo>()));
+  if constexpr (sizeof(KV) == 2)
+    return size_v<D, KV, QLO, 3>();
+  else
+    return size_v<D, KV, QLO, 0>();
 }
 template <int D, typename KV>
 cudaError_t size_qlo(bool qlo) {

@@ -57,5 +57,23 @@ __device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {
                : "r"(addr));
 }
 
+
+// 16 bytes global -> shared without passing through registers (sm_80+); completion is tracked in
+// commit groups: cp_async_commit() closes the thread's current group, cp_async_wait<N>() waits
+// until at most N of its groups are still in flight.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  cp_async_commit();
+  cp_async_wait<0>();
+}
+
 }  // namespace
 }  // namespace eec

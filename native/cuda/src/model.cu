@@ -96,14 +96,15 @@ struct EeCudaModel {
   EeCudaModelDesc d{};
   int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0;
   cudaStream_t st = nullptr;
-  // ERNIE_CUDA_OVERLAP=1 (experimental, off): mixed steps run the prefill tiles' attention on
+  // ERNIE_CUDA_OVERLAP=1 (off by default): mixed steps run the prefill tiles' attention on
   // `side` beside the decode rows' attention on `st` (fork / join through the two events, captured
   // into the graphs as well). Why: the prefill kernel's time is the serial chain of its longest
   // tile, and most SMs sit idle while it runs; the decode rows fill them (measured on the H200,
   // bf16, 256 streams: mixed steps of ~785 rows 3.32 -> 2.87 ms, the run 70.3k -> 76.1k tok/s).
-  // Its batch-invariance failures (35/64 alike in 3 of 13 test runs) turned out to be failed
-  // lazy graph captures (see api_mutex), which failed the default path the same way (35/64 in 1
-  // run of 6); with that fixed it is still off until the tests and the benchmark are re-run on it.
+  // Its batch-invariance failures (35/64 alike in 3 of 13 test runs) were failed lazy graph
+  // captures (see api_mutex), which hit the default path too; since that fix the GPU tests pass
+  // with it on. Off: with the cp.async prefill kernel it no longer gains (bench/gpu.ts, 256
+  // streams: 85.5k / 86.4k on against 86.8k off) and single streams ran ~7% slower with it on.
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
   bool overlap = env_int("ERNIE_CUDA_OVERLAP", 0) == 1;
