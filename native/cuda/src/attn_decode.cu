@@ -249,20 +249,8 @@ __global__ void __launch_bounds__(NWK * 32)
       split2<QLO>(b.z, b.w, qh[ps][1][2 + i], QLO ? ql[QLO ? ps : 0][1][2 + i] : dummy);
     }
 
-  const int32_t* bt = m.bt + m.bt_off[r];
-  const int bmask = bs - 1, bshift = __ffs(bs) - 1;
-  const bool pow2 = (bs & bmask) == 0;
-  const auto row_of = [&](const KV* cache, int key) {
-    int b, o;
-    if (pow2) {
-      b = key >> bshift;
-      o = key & bmask;
-    } else {
-      b = key / bs;
-      o = key - b * bs;
-    }
-    return cache + ((size_t(bt[b]) * bs + o) * KVH + kvh) * D;
-  };
+  const PagedRows rows(m.bt + m.bt_off[r], bs, KVH, kvh, D);
+  const auto row_of = [&](const KV* cache, int key) { return cache + rows(key); };
 
   for (int p = blockIdx.z; p * P < ctx; p += gridDim.z) {
     const int j0 = p * P + kWarpKeys * wk;

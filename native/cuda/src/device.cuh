@@ -21,6 +21,28 @@ __device__ __forceinline__ float planes_sum(const float* y, size_t idx, size_t l
   return planes == 2 ? y[idx] + y[idx + lo_off] : y[idx];
 }
 
+// Element offset of a sequence's key in a paged cache [block][bs][KVH][D] for KV head kvh, through
+// its block table bt (shift and mask when bs is a power of two).
+struct PagedRows {
+  const int32_t* bt;
+  int bs, bmask, bshift, KVH, kvh, D;
+  bool pow2;
+  __device__ __forceinline__ PagedRows(const int32_t* bt_, int bs_, int KVH_, int kvh_, int D_)
+      : bt(bt_), bs(bs_), bmask(bs_ - 1), bshift(__ffs(bs_) - 1), KVH(KVH_), kvh(kvh_), D(D_),
+        pow2((bs_ & (bs_ - 1)) == 0) {}
+  __device__ __forceinline__ size_t operator()(int key) const {
+    int b, o;
+    if (pow2) {
+      b = key >> bshift;
+      o = key & bmask;
+    } else {
+      b = key / bs;
+      o = key - b * bs;
+    }
+    return ((size_t(bt[b]) * bs + o) * KVH + kvh) * D;
+  }
+};
+
 __device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_kv(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
