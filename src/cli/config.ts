@@ -131,7 +131,8 @@ export function buildConfig(args: ParsedArgs): Config {
       maxModelLen,
       engine: {
         maxNumSeqs: positive('max-num-seqs', 256),
-        maxNumBatchedTokens: positive('max-num-batched-tokens', 2048),
+        // Absent: 512 on CPU, 2048 on CUDA, once the device is known (sidecar defaultBatchedTokens).
+        maxNumBatchedTokens: num('max-num-batched-tokens') === undefined ? undefined : positive('max-num-batched-tokens', 0),
         enablePrefixCaching: (f['enable-prefix-caching'] as boolean | undefined) ?? true,
         seed: positive('seed', 0, 0),
         prefillBatch: positive('prefill-batch', 1),

@@ -30,7 +30,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: 'context length in tokens (default: min(max_position_embeddings, 8192))' },
   { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block (default 16)' },
   { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256)' },
-  { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 2048)' },
+  { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 512 on CPU, 2048 on CUDA)' },
   { name: 'prefill-batch', kind: 'int', scope: 'engine', arg: 'N', help: 'while a quarter of --max-num-seqs decode, new prompts wait until N are queued (or --prefill-max-wait steps) to be prefilled together (default 1: off; on a GPU 8-16 trade ~2-3x TTFT at high load for a few % throughput)' },
   { name: 'prefill-max-wait', kind: 'int', scope: 'engine', arg: 'N', help: 'steps a new prompt waits at most for --prefill-batch (default 8)' },
   { name: 'kv-cache-memory', kind: 'bytes', scope: 'engine', arg: 'BYTES', help: 'KV cache size, e.g. 2GiB, 512M or bytes (default: min(4 GiB, 25% of free RAM))' },

@@ -57,7 +57,7 @@ describe('buildConfig', () => {
     const c = cfg([]);
     expect(c.role).toBe('serve');
     expect(c.gateway.listen).toEqual({ host: '127.0.0.1', port: 8000 });
-    expect(c.sidecar.engine).toEqual({ maxNumSeqs: 256, maxNumBatchedTokens: 2048, enablePrefixCaching: true, seed: 0, prefillBatch: 1, prefillMaxWait: 8 });
+    expect(c.sidecar.engine).toEqual({ maxNumSeqs: 256, maxNumBatchedTokens: undefined, enablePrefixCaching: true, seed: 0, prefillBatch: 1, prefillMaxWait: 8 });
     expect(c.sidecar.blockSize).toBe(16);
     expect(c.sidecar.maxNumQueuedReqs).toBe(1024);
     expect(c.gateway.drainTimeoutMs).toBe(30_000);

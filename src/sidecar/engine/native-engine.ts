@@ -68,7 +68,7 @@ export interface EngineStatsNative {
 
 export interface EngineOptions {
   maxNumSeqs: number; // default 256
-  maxNumBatchedTokens: number; // token budget per step, default 2048
+  maxNumBatchedTokens: number; // token budget per step (the server: 512 on CPU, 2048 on CUDA)
   maxModelLen: number; // default min(config max_position_embeddings, 8192)
   enablePrefixCaching: boolean; // default true
   seed: number; // engine RNG seed for requests without one (default 0)

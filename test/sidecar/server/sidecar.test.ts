@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../../src/protocol/engine-client.js';
 import { createUnixEngineClient } from '../../../src/protocol/node-socket.js';
-import { fakeEngineFactory } from '../../../src/sidecar/engine/factory.js';
+import { type EngineFactory, fakeEngineFactory } from '../../../src/sidecar/engine/factory.js';
 import { startSidecar } from '../../../src/sidecar/main.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir, ERNIE_GENERATION_CONFIG } from '../../../src/sidecar/model/default-bundle.js';
 import { readGenerationDefaults } from '../../../src/sidecar/server/generation-defaults.js';
@@ -47,6 +47,45 @@ describe('startSidecar (fake engine)', () => {
     await sc.close(1000);
     if (savedCache === undefined) delete process.env.ERNIE_EDGE_CACHE;
     else process.env.ERNIE_EDGE_CACHE = savedCache;
+  });
+
+  // --max-num-batched-tokens absent: the budget follows the device the model loads on (512 CPU,
+  // 2048 CUDA: defaultBatchedTokens); given, it is kept. Both the load options (CUDA graphs are
+  // sized by it) and the engine get the resolved value.
+  it.each([
+    ['cpu', undefined, 512],
+    ['cuda', undefined, 2048],
+    ['cpu', 300, 300],
+    ['cuda', 300, 300],
+  ] as const)('token budget on %s with --max-num-batched-tokens %s: %i', async (device, given, expected) => {
+    const savedCache = process.env.ERNIE_EDGE_CACHE;
+    process.env.ERNIE_EDGE_CACHE = tmp('ernie-cache-');
+    const fake = fakeEngineFactory();
+    const seen: { load?: number; engine?: number } = {};
+    const factory: EngineFactory = {
+      kind: 'fake',
+      plan: async (dir, load) => ({ ...(await fake.plan(dir, load)), device }),
+      create: (plan, load, engine, bundle, onStep) => {
+        seen.load = load.maxNumBatchedTokens;
+        seen.engine = engine.maxNumBatchedTokens;
+        return fake.create(plan, load, engine, bundle, onStep);
+      },
+    };
+    const sock = path.join(tmp('ernie-sc-'), 'engine.sock');
+    const sc = await startSidecar(
+      {
+        engine: { maxNumSeqs: 8, maxNumBatchedTokens: given, enablePrefixCaching: true, seed: 0 },
+        blockSize: 16,
+        maxNumQueuedReqs: 8,
+        listen: [{ kind: 'unix', path: sock }],
+      },
+      { logger: quiet, factory },
+    );
+    await sc.loaded;
+    await sc.close(1000);
+    if (savedCache === undefined) delete process.env.ERNIE_EDGE_CACHE;
+    else process.env.ERNIE_EDGE_CACHE = savedCache;
+    expect(seen).toEqual({ load: expected, engine: expected });
   });
 
   it('LoadingBackend: NOT_READY with the status while loading, the failure after', async () => {
