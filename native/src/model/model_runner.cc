@@ -125,16 +125,18 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
   grow(gate_, size_t(T) * I);
   grow(up_, size_t(T) * I);
   grow(tmp_, size_t(T) * H);
+  grow(rope_cs_, size_t(T) * D);
 
   auto clk = Clock::now();
   prof_.steps++;
   prof_.tokens += uint64_t(T);
-  // Embedding lookup.
+  // Embedding lookup; each row's RoPE angles.
   rows(T, 32, [&](int r0, int r1) {
     for (int r = r0; r < r1; ++r) {
       const SeqSlice& s = *row_slice[size_t(r)];
       int tok = s.tokens[pos[size_t(r)] - s.start_pos];
       cpu::unpack_row(w_->embed_tokens, cfg_.vocab_size, H, tok, x_.data() + size_t(r) * H);
+      rope_angles(cfg_, pos[size_t(r)], rope_cs_.data() + size_t(r) * D);
     }
   });
 
@@ -152,13 +154,12 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     void* vc = kv_->v(l);
     const bool kv_bf16 = kv_->bf16();
     rows(T, 16, [&](int r0, int r1) {
-      std::vector<float> cs(static_cast<size_t>(D));
       for (int r = r0; r < r1; ++r) {
         const int p = pos[size_t(r)];
-        rope_angles(cfg_, p, cs.data());
-        rope_apply(cfg_, cs.data(), q_.data() + size_t(r) * QD, cfg_.num_heads);
+        const float* cs = rope_cs_.data() + size_t(r) * D;
+        rope_apply(cfg_, cs, q_.data() + size_t(r) * QD, cfg_.num_heads);
         float* kr = k_new_.data() + size_t(r) * KVD;
-        rope_apply(cfg_, cs.data(), kr, cfg_.num_kv_heads);
+        rope_apply(cfg_, cs, kr, cfg_.num_kv_heads);
         const SeqSlice& s = *row_slice[size_t(r)];
         const int block = s.block_table[p / bs], slot = p % bs;
         for (int g = 0; g < cfg_.num_kv_heads; ++g) {
