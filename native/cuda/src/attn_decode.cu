@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(NWK * 32)
       split2<QLO>(b.z, b.w, qh[ps][1][2 + i], QLO ? ql[QLO ? ps : 0][1][2 + i] : dummy);
     }
 
-  const PagedRows rows(m.bt + m.bt_off[r], bs, KVH, kvh, D);
+  const PagedRows rows = paged_rows(m.bt + m.bt_off[r], bs, KVH, kvh, D);
   const auto row_of = [&](const KV* cache, int key) { return cache + rows(key); };
 
   for (int p = blockIdx.z; p * P < ctx; p += gridDim.z) {

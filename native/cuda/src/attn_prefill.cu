@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
   const int kb = grp * kGroupKeys;                                // the group's keys in each chunk
   const size_t QD = size_t(heads) * D;
   const int ctx = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
-  const PagedRows key_off(m.bt + m.bt_off[r0], bs, KVH, kvh, D);  // a key's K / V row in the cache
+  const PagedRows key_off = paged_rows(m.bt + m.bt_off[r0], bs, KVH, kvh, D);  // a key's K / V row in the cache
   // ST > 0: chunk j0's K and V -> stage stg (keys past ctx zero-filled: their P is 0, and 0 times
   // uninitialised shared memory could be NaN); one commit group per chunk, empty past the end.
   const auto issue = [&](int j0, int stg) {

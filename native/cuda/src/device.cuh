@@ -27,9 +27,6 @@ struct PagedRows {
   const int32_t* bt;
   int bs, bmask, bshift, KVH, kvh, D;
   bool pow2;
-  __device__ __forceinline__ PagedRows(const int32_t* bt_, int bs_, int KVH_, int kvh_, int D_)
-      : bt(bt_), bs(bs_), bmask(bs_ - 1), bshift(__ffs(bs_) - 1), KVH(KVH_), kvh(kvh_), D(D_),
-        pow2((bs_ & (bs_ - 1)) == 0) {}
   __device__ __forceinline__ size_t operator()(int key) const {
     int b, o;
     if (pow2) {
@@ -42,6 +39,10 @@ struct PagedRows {
     return ((size_t(bt[b]) * bs + o) * KVH + kvh) * D;
   }
 };
+// (A function, not a constructor: nvcc's host pass rejects __ffs in a __device__ constructor.)
+__device__ __forceinline__ PagedRows paged_rows(const int32_t* bt, int bs, int KVH, int kvh, int D) {
+  return PagedRows{bt, bs, bs - 1, __ffs(bs) - 1, KVH, kvh, D, (bs & (bs - 1)) == 0};
+}
 
 __device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_kv(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
