@@ -9,6 +9,7 @@ import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
 import { resolveModelDir } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
+import { defaultBatchedTokens } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -113,18 +114,6 @@ export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Pro
   };
 }
 
-/**
- * The token budget per step when --max-num-batched-tokens is not given. CPU 512: measured on this
- * project's 2-core machine (.cache/dev/ttft.ts, bench:engine's 32-stream level: 64 requests,
- * closed loop), TTFT p50 1,510 / 1,746 / 2,268 ms and wall 67 / 69 / 77 s at 512 / 1,024 / 2,048
- * (fp32-grade), 965 / 1,043 / 1,732 ms at 41-42 s with bf16: a CPU step is compute-bound, so a
- * bigger budget only makes the steps that decoding streams wait behind longer. CUDA 2,048: a GPU
- * step of a few thousand rows costs little more than one of a few hundred.
- */
-export function defaultBatchedTokens(device: 'cpu' | 'cuda'): number {
-  return device === 'cuda' ? 2048 : 512;
-}
-
 async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBackend): Promise<EngineHost> {
   const { logger, factory } = deps;
   const t0 = performance.now();
@@ -159,7 +148,6 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   const plan = await factory.plan(dir, load);
   const maxNumBatchedTokens = opts.engine.maxNumBatchedTokens ?? defaultBatchedTokens(plan.device);
-  load.maxNumBatchedTokens = maxNumBatchedTokens;
   // CPU: --gpu-memory-utilization sizes the KV cache from free RAM here; CUDA sizes it on the GPU.
   if (opts.memoryUtilization !== undefined && plan.kvBlockBytes > 0 && plan.device !== 'cuda') {
     const budget = opts.memoryUtilization * os.freemem() - plan.weightBytes;
@@ -185,7 +173,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   backend.setStatus('loading weights');
   const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens, maxModelLen };
   const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer }, (onStep) =>
-    factory.create(plan, { ...load, kvBlocks: plan.kvBlocks }, engineOptions, bundle, onStep),
+    factory.create(plan, { ...load, kvBlocks: plan.kvBlocks, maxNumBatchedTokens }, engineOptions, bundle, onStep),
   );
   const kvTokens = plan.kvBlocks * plan.blockSize;
   logger.info(

@@ -191,7 +191,6 @@ constexpr size_t dec_mma_smem() {
   return v > acc ? v : acc;
 }
 
-
 // 8 consecutive cache elements as 4 bf16 pairs (hi) and, for fp32, their lo pairs.
 __device__ __forceinline__ void load8_pairs(const bf16* p, uint32_t* hi, uint32_t*) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);

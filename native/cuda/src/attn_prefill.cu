@@ -85,7 +85,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
   const int kb = grp * kGroupKeys;                                // the group's keys in each chunk
   const size_t QD = size_t(heads) * D;
   const int ctx = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
-  const PagedRows key_off = paged_rows(m.bt + m.bt_off[r0], bs, KVH, kvh, D);  // a key's K / V row in the cache
+  // A key's K / V row in the cache.
+  const PagedRows key_off = paged_rows(m.bt + m.bt_off[r0], bs, KVH, kvh, D);
   // ST > 0: chunk j0's K and V -> stage stg (keys past ctx zero-filled: their P is 0, and 0 times
   // uninitialised shared memory could be NaN); one commit group per chunk, empty past the end.
   const auto issue = [&](int j0, int stg) {
@@ -111,10 +112,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     cp_async_commit();
   };
 
-  float4 kr[ST > 0 ? 1 : E], vr[ST > 0 ? 1 : E];  // ST = 0: the chunk in flight
+  float4 kr[E], vr[E];  // ST = 0: the chunk in flight (fetch / stash are not called with ST > 0)
   auto fetch = [&](int j0) {
 #pragma unroll
-    for (int i = 0; i < (ST > 0 ? 0 : E); ++i) {
+    for (int i = 0; i < E; ++i) {
       const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4)), key = j0 + j;
       kr[i] = vr[i] = make_float4(0, 0, 0, 0);
       if (key < ctx) {
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
   };
   auto stash = [&] {
 #pragma unroll
-    for (int i = 0; i < (ST > 0 ? 0 : E); ++i) {
+    for (int i = 0; i < E; ++i) {
       const int e = t + i * NT, j = e / (D / 4), d = 4 * (e % (D / 4));
       uint2 kh, kl, vh, vl;
       split2<KVLO>(kr[i].x, kr[i].y, kh.x, kl.x);

@@ -57,7 +57,6 @@ __device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {
                : "r"(addr));
 }
 
-
 // 16 bytes global -> shared without passing through registers (sm_80+); completion is tracked in
 // commit groups: cp_async_commit() closes the thread's current group, cp_async_wait<N>() waits
 // until at most N of its groups are still in flight.

@@ -36,6 +36,18 @@ export function kvBlockBytes(ck: Checkpoint, blockSize: number, dtype: 'float32'
   return c.numLayers * 2 * c.numKvHeads * blockSize * c.headDim * (dtype === 'bfloat16' ? 2 : 4);
 }
 
+/**
+ * The token budget per step when none is given (--max-num-batched-tokens, LoadOptions: the CUDA
+ * graphs are sized by it). CPU 512: measured on this project's 2-core machine (.cache/dev/ttft.ts, bench:engine's 32-stream level: 64 requests,
+ * closed loop), TTFT p50 1,510 / 1,746 / 2,268 ms and wall 67 / 69 / 77 s at 512 / 1,024 / 2,048
+ * (fp32-grade), 965 / 1,043 / 1,732 ms at 41-42 s with bf16: a CPU step is compute-bound, so a
+ * bigger budget only makes the steps that decoding streams wait behind longer. CUDA 2,048: a GPU
+ * step of a few thousand rows costs little more than one of a few hundred.
+ */
+export function defaultBatchedTokens(device: 'cpu' | 'cuda'): number {
+  return device === 'cuda' ? 2048 : 512;
+}
+
 /** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
 export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
   const blockSize = opts.blockSize ?? 16;
@@ -64,7 +76,7 @@ export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}
     kvCacheDtype,
     maxModelLen: opts.maxModelLen ?? 8192,
     maxNumSeqs: opts.maxNumSeqs ?? 256,
-    maxNumBatchedTokens: opts.maxNumBatchedTokens ?? 2048,
+    maxNumBatchedTokens: opts.maxNumBatchedTokens ?? defaultBatchedTokens(device),
     kvBlockBytes: perBlock,
   };
 }
