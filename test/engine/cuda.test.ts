@@ -200,6 +200,31 @@ gpu('CUDA backend: kernels against each other and the CPU', () => {
     expect(worst).toBeLessThan(bound);
   });
 
+  // The whole-row decode kernel (bf16 cache, one plane; ERNIE_CUDA_DECODE_WALK=0 turns it off) serves
+  // steps of 128+ decode rows: 160 rows of 20-497 keys against one by one (the partitioned kernels)
+  // and against the same step with it off.
+  it('160 decode rows walking whole rows agree with the partitioned kernels', async () => {
+    const fast = { precise: false, kvCacheDtype: 'bfloat16' as const, kvBlocks: 6000 };
+    const walk = await load(fast);
+    const plain = await load(fast, { ERNIE_CUDA_DECODE_WALK: '0' });
+    const seqs = Array.from({ length: 160 }, (_, i) => ({
+      prompt: Int32Array.from(randomTokens(20 + 3 * i, 900 + i)),
+      table: Int32Array.from({ length: 33 }, (_, j) => 33 * i + j),
+    }));
+    for (const g of [walk, plain])
+      for (let i = 0; i < seqs.length; i += 16)
+        await g.forward(seqs.slice(i, i + 16).map((s) => ({ tokens: s.prompt, startPos: 0, blockTable: s.table, logits: 1 as const })));
+    const step = seqs.map((s, i) => ({ tokens: Int32Array.from([3 + (i % 50)]), startPos: s.prompt.length, blockTable: s.table, logits: 1 as const }));
+    const together = await walk.forward(step);
+    const reference = await plain.forward(step);
+    let alone = 0;
+    for (const i of [0, 1, 77, 159]) alone = Math.max(alone, maxAbsDiff(await walk.forward([step[i]!]), together.subarray(i * V, (i + 1) * V)));
+    const batched = maxAbsDiff(together, reference);
+    console.log(`[cuda] walk: 160 decode rows vs one by one ${alone.toExponential(2)}, vs the partitioned kernel ${batched.toExponential(2)}`);
+    expect(alone).toBeLessThan(0.1);
+    expect(batched).toBeLessThan(0.1);
+  });
+
   it('the small-batch GEMV and cuBLAS give the same logits within float rounding', async () => {
     const mine = await load({}, { ERNIE_CUDA_GEMV_MAX_M: '16' }); // the GEMV for every row count here
     const blas = await load({}, { ERNIE_CUDA_NO_GEMV: '1' });

@@ -204,13 +204,52 @@ __device__ __forceinline__ void load8_pairs(const float* p, uint32_t* hi, uint32
   split2<true>(b.z, b.w, hi[3], lo[3]);
 }
 
+// The NW warps' online-softmax states of a (row, KV head) merged in warp order. Warp w stashes its
+// running max / sum of heads g and g + 8 (mrun, lrun) and its O fragments (o) in wm / wl / wacc
+// (wacc: [NW][REP][D] floats of shared memory that no warp still reads); then the block folds the
+// warps and calls emit(h, d, M, L, O) once per (head, dim), M in the log2 domain. Warp 0 must hold
+// a key of every head (M finite). Every thread of the block calls it.
+template <int REP, int D, int NW, typename Emit>
+__device__ __forceinline__ void merge_warps(int w, int g, int tq, const float (&mrun)[2], const float (&lrun)[2],
+                                            const float (&o)[D / 8][4], float (*wm)[16], float (*wl)[16],
+                                            float* wacc, Emit emit) {
+#pragma unroll
+  for (int ii = 0; ii < 2; ++ii) {
+    const int h = g + 8 * ii;
+    if (h >= REP) continue;
+    if (tq == 0) {
+      wm[w][h] = mrun[ii];
+      wl[w][h] = lrun[ii];
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) wacc[(size_t(w) * REP + h) * D + 8 * n + 2 * tq + c] = o[n][2 * ii + c];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < REP * D; e += NW * 32) {
+    const int h = e / D, d = e % D;
+    float M = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NW; ++i) M = fmaxf(M, wm[i][h]);
+    float L = 0, O = 0;
+#pragma unroll
+    for (int i = 0; i < NW; ++i) {
+      const float f = wm[i][h] == -INFINITY ? 0.0f : exp2f(wm[i][h] - M);
+      L += wl[i][h] * f;
+      O += wacc[(size_t(i) * REP + h) * D + d] * f;
+    }
+    emit(h, d, M, L, O);
+  }
+}
+
 template <int REP, int D, typename KV, bool QLO, int NWK>
 __global__ void __launch_bounds__(NWK * 32)
     attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                            int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
   pdl_begin();
   constexpr bool KVLO = sizeof(KV) == 4;
-  constexpr int P = NWK * kWarpKeys, NT = NWK * 32;
+  constexpr int P = NWK * kWarpKeys;
   constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
   constexpr int NO = D / 8;      // output n-tiles
   constexpr int LDV = dec_v_ld<D, KV>();
@@ -358,34 +397,7 @@ __global__ void __launch_bounds__(NWK * 32)
       }
     };
     __syncthreads();  // every warp is done with its V tile: the buffer becomes wacc
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int h = g + 8 * i;
-      if (h >= REP) continue;
-      if (tq == 0) {
-        wm[wk][h] = mw[i];
-        wl[wk][h] = lw[i];
-      }
-#pragma unroll
-      for (int nn = 0; nn < NO; ++nn)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) wacc[(size_t(wk) * REP + h) * D + 8 * nn + 2 * tq + c] = o[nn][2 * i + c];
-    }
-    __syncthreads();
-    for (int e = t; e < REP * D; e += NT) {  // warp 0 holds the partition's first key: M is finite
-      const int h = e / D, d = e % D;
-      float M = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < NWK; ++i) M = fmaxf(M, wm[i][h]);
-      float L = 0, O = 0;
-#pragma unroll
-      for (int i = 0; i < NWK; ++i) {
-        const float f = wm[i][h] == -INFINITY ? 0.0f : exp2f(wm[i][h] - M);
-        L += wl[i][h] * f;
-        O += wacc[(size_t(i) * REP + h) * D + d] * f;
-      }
-      emit(h, d, M, L, O);
-    }
+    merge_warps<REP, D, NWK>(wk, g, tq, mw, lw, o, wm, wl, wacc, emit);  // warp 0 holds the partition's first key
     __syncthreads();  // wacc / the V tiles are reused by the next partition
   }
 }
@@ -476,11 +488,181 @@ cudaError_t size_rep(int rep, bool qlo) {
   });
 }
 
+// ---- decode rows walking whole rows (bf16 cache, one plane, 128+ decode rows) ---------------------
+// Why: ncu on the H200 (bf16, 256 rows of 384 keys, per layer): attn_decode_mma_kernel 53 us at
+// 2.1 TB/s and 25% occupancy, every block issuing its loads in one burst at its start, plus 13 us
+// of combine kernel. Here a block of kWalkWarps warps owns one (row, KV head), with no partials:
+// warp w streams the row's 16-key chunks w, w + NW, ... through kWalkStages cp.async stages of its
+// own (the next chunk loading while one is computed) and keeps an online softmax; the warps merge
+// once at the end and write act. S = q·K^T and P·V on tensor cores as in the prefill kernel (the
+// REP heads as the mma's M rows, K and V from shared memory). Two stages fit three blocks per SM
+// (three stages: two); 2 or 3 stages and 2 or 4 warps were measured on the 256-stream workload
+// (native/cuda/README.md), and this one won.
+constexpr int kWalkChunk = 16;
+constexpr int kWalkWarps = 4;
+constexpr int kWalkStages = 2;
+template <int REP, int D, int NW>
+constexpr size_t walk_smem() {
+  const size_t stages = size_t(NW) * kWalkStages * 2 * kWalkChunk * (D + 8) * sizeof(bf16);
+  const size_t merge = size_t(NW) * REP * D * sizeof(float);
+  return stages > merge ? stages : merge;
+}
+
+template <int REP, int D, int NW>
+__global__ void __launch_bounds__(NW * 32)
+    attn_decode_walk_kernel(const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
+                            int bs, float scale_log2, bf16* act) {
+  pdl_begin();
+  constexpr int LD = D + 8, KS = D / 16, NO = D / 8, PPR = D * 2 / 16;  // PPR: 16-byte pieces per row
+  static_assert(REP <= 16 && D % 16 == 0, "REP <= 16 heads in the mma rows");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ float wm[NW][16], wl[NW][16];
+  if (int(blockIdx.x) >= m.counts[0]) return;
+  const int kvh = blockIdx.y, r = m.tile_row[blockIdx.x], ctx = m.pos[r] + 1;
+  const int t = threadIdx.x, w = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
+  const size_t QD = size_t(heads) * D;
+  // This warp's stages: K [kWalkStages][16][LD], then V the same.
+  bf16* ks = reinterpret_cast<bf16*>(smem_raw) + size_t(w) * kWalkStages * 2 * kWalkChunk * LD;
+  bf16* vs = ks + kWalkStages * kWalkChunk * LD;
+  const PagedRows key_off = paged_rows(m.bt + m.bt_off[r], bs, KVH, kvh, D);  // a key's K / V row
+  const int nch = (ctx + kWalkChunk - 1) / kWalkChunk;  // the row's chunks; this warp's: w, w + NW, ...
+  const auto issue = [&](int i, int stg) {              // the warp's i-th chunk -> stage stg
+    const int c = w + i * NW;
+    if (c < nch) {
+      const int j0 = c * kWalkChunk;
+#pragma unroll
+      for (int e = lane; e < kWalkChunk * PPR; e += 32) {
+        const int j = e / PPR, piece = e % PPR, key = j0 + j;
+        bf16* kp = ks + (stg * kWalkChunk + j) * LD + piece * 8;
+        bf16* vp = vs + (stg * kWalkChunk + j) * LD + piece * 8;
+        if (key < ctx) {
+          const size_t off = key_off(key) + piece * 8;
+          cp_async16(kp, kc + off);
+          cp_async16(vp, vc + off);
+        } else {  // P is 0 there, and 0 times uninitialised shared memory could be NaN
+          *reinterpret_cast<uint4*>(kp) = make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(vp) = make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int i = 0; i < kWalkStages - 1; ++i) issue(i, i);
+
+  // q's A fragments, k-step kk: a0 / a1 = dims 16 kk + 2 tq (+1) of heads g / g + 8, a2 / a3 the
+  // same 8 dims further (heads past REP: zero).
+  uint32_t qa[KS][4];
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int h = g + 8 * i;
+      float2 a = make_float2(0, 0), b = a;
+      if (h < REP) {
+        const float* qp = q + size_t(r) * QD + size_t(kvh * REP + h) * D + 16 * kk + 2 * tq;
+        a = *reinterpret_cast<const float2*>(qp);
+        b = *reinterpret_cast<const float2*>(qp + 8);
+      }
+      uint32_t dummy;
+      split2<false>(a.x, a.y, qa[kk][i], dummy);
+      split2<false>(b.x, b.y, qa[kk][2 + i], dummy);
+    }
+
+  float o[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+  float mrun[2] = {-INFINITY, -INFINITY}, lrun[2] = {0, 0};
+  const int mine = nch > w ? (nch - w + NW - 1) / NW : 0;
+  for (int i = 0; i < mine; ++i) {
+    cp_async_wait<kWalkStages - 2>();  // this lane's pieces of chunk i have landed
+    __syncwarp();                      // every lane's have, and chunk i - 1's stage is read by all
+    issue(i + kWalkStages - 1, (i + kWalkStages - 1) % kWalkStages);
+    const int stg = i % kWalkStages, j0 = (w + i * NW) * kWalkChunk;
+    const bf16* kst = ks + stg * kWalkChunk * LD;
+    const bf16* vst = vs + stg * kWalkChunk * LD;
+    // S in two accumulators per n-tile (even / odd k-steps), summed at the end: four independent
+    // mma chains of KS / 2 instead of two of KS (ncu: "wait" stalls were the largest share).
+    float s[2][4], s2[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[n][c] = s2[n][c] = 0;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        const bf16* kp = &kst[(n * 8 + g) * LD + kk * 16 + 2 * tq];
+        mma(kk % 2 ? s2[n] : s[n], qa[kk], *reinterpret_cast<const uint32_t*>(kp), *reinterpret_cast<const uint32_t*>(kp + 8));
+      }
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[n][c] += s2[n][c];
+    // Online softmax (log2 domain) for rows g (ii = 0) and g + 8 (ii = 1); s becomes P. O is
+    // rescaled only when some row's maximum moved (after the first chunks it rarely does).
+    float corr2[2];
+#pragma unroll
+    for (int ii = 0; ii < 2; ++ii) {
+      const auto keep = [&](int n, int c) { return j0 + n * 8 + 2 * tq + c < ctx; };
+      corr2[ii] = online_softmax(s, ii, scale_log2, keep, mrun[ii], lrun[ii]);
+    }
+    if (__any_sync(kFull, corr2[0] != 1.0f || corr2[1] != 1.0f))
+#pragma unroll
+      for (int n = 0; n < NO; ++n) {
+        o[n][0] *= corr2[0];
+        o[n][1] *= corr2[0];
+        o[n][2] *= corr2[1];
+        o[n][3] *= corr2[1];
+      }
+    // O += P · V: the chunk's 16 keys are one k-step; S's accumulators are P's A fragment.
+    uint32_t ph[4], unused;
+    split2<false>(s[0][0], s[0][1], ph[0], unused);
+    split2<false>(s[0][2], s[0][3], ph[1], unused);
+    split2<false>(s[1][0], s[1][1], ph[2], unused);
+    split2<false>(s[1][2], s[1][3], ph[3], unused);
+    const bf16* vrow = &vst[(lane % 16) * LD];
+#pragma unroll
+    for (int n = 0; n < NO; ++n) {
+      uint32_t b0, b1;
+      ldsm_x2_trans(b0, b1, vrow + n * 8);
+      mma(o[n], ph, b0, b1);
+    }
+  }
+
+  // Merge the warps (fixed order) and write act.
+  cp_async_wait<0>();  // only empty groups are left; the stages become the merge buffer
+  __syncthreads();
+  merge_warps<REP, D, NW>(w, g, tq, mrun, lrun, o, wm, wl, reinterpret_cast<float*>(smem_raw),  // warp 0: key 0
+                          [&](int h, int d, float, float L, float O) {
+                            store_act(O / L, act, size_t(r) * QD + size_t(kvh * REP + h) * D + d, size_t(T) * QD, 1);
+                          });
+}
+
+template <int REP, int D>
+void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
+                 int bs, float scale, bf16* act, cudaStream_t s) {
+  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
+         kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, act);
+}
+template <int REP, int D>
+cudaError_t size_walk() {
+  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(walk_smem<REP, D, kWalkWarps>()));
+}
+
 }  // namespace
 
 cudaError_t attention_prepare(int heads, int kv_heads, int D, bool kv_bf16, int planes) {
   const int rep = heads / kv_heads;
   const bool qlo = planes == 2;
+  if (kv_bf16 && !qlo) {  // the walk kernel's shared memory
+    const cudaError_t e = with_rep(rep, [&](auto r) {
+      constexpr int R = decltype(r)::value;
+      return D == 128 ? size_walk<R, 128>() : size_walk<R, 64>();
+    });
+    if (e != cudaSuccess) return e;
+  }
   if (D == 128) return kv_bf16 ? size_rep<128, bf16>(rep, qlo) : size_rep<128, float>(rep, qlo);
   return kv_bf16 ? size_rep<64, bf16>(rep, qlo) : size_rep<64, float>(rep, qlo);
 }
@@ -494,6 +676,20 @@ bool attention_supported(int heads, int kv_heads, int D) {
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
                int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes, float* part_acc,
                float* part_ml, bf16* act, cudaStream_t s) {
+  if (part_keys > kMaxPartKeys) {  // whole rows (attn_decode_part_keys with walk): bf16 cache, one plane
+    const dim3 grid(tiles, kv_heads);
+    const float scale = 1.0f / sqrtf(float(D));
+    const auto* kc = static_cast<const bf16*>(k_cache);
+    const auto* vc = static_cast<const bf16*>(v_cache);
+    with_rep(heads / kv_heads, [&](auto r) {
+      constexpr int R = decltype(r)::value;
+      if (D == 128)
+        launch_walk<R, 128>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+      else
+        launch_walk<R, 64>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+    });
+    return;
+  }
   if (kv_bf16)
     attention_t<bf16>(q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T, tiles, heads,
                       kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);

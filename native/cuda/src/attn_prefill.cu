@@ -216,30 +216,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     // Causal mask and online softmax; s becomes P (unnormalised), o is rescaled.
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int key = j0 + kb + n * 8 + 2 * tq + c;
-          float& v = s[n][2 * i + c];
-          v = key <= qpos[i] ? v * scale_log2 : -INFINITY;
-          mx = fmaxf(mx, v);
-        }
-      const float m_new = fmaxf(mrun[i], quad_max(mx));
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: exp2(-inf) = 0
-      const float corr = exp2f(mrun[i] - m_use);
-      float sum = 0;
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          float& v = s[n][2 * i + c];
-          v = exp2f(v - m_use);
-          sum += v;
-        }
-      lrun[i] = lrun[i] * corr + quad_sum(sum);
-      mrun[i] = m_new;
+      const auto keep = [&](int n, int c) { return j0 + kb + n * 8 + 2 * tq + c <= qpos[i]; };
+      const float corr = online_softmax(s, i, scale_log2, keep, mrun[i], lrun[i]);
 #pragma unroll
       for (int n = 0; n < NO; ++n) {
         o[n][2 * i] *= corr;

@@ -1,5 +1,7 @@
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <type_traits>
 
 #include "device.cuh"
 #include "kernels.cuh"
@@ -49,30 +51,64 @@ __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, flo
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[size_t(r) * H + i] = __bfloat162float(row[i]);
 }
 
-// Dynamic shared memory: H floats (the row being normalised).
-__global__ void residual_rmsnorm_kernel(float* x, const float* y, const int32_t* rows, int T, int R, int H,
-                                        const float* w, float eps, bool write_x, int planes, bf16* act) {
+// One block of kNormThreads per output row; thread t owns elements t, t + kNormThreads, ... (E of
+// them, in registers). Every load of the row is issued before the first is used: the kernel is a
+// chain of dependent latencies (load, reduce, store) and at decode sizes that chain is its time
+// (ncu, 256 rows of 1024: 6.4 us with the loads one loop iteration at a time). The per-thread sum
+// runs in the same order as a strided loop would, so results do not depend on E.
+constexpr int kNormThreads = 256;
+// A GEMM output element as float: fp32 output (one or two planes) or bf16 output (one plane).
+__device__ __forceinline__ float yval(const float* y, size_t idx, size_t lo_off, int planes) {
+  return planes_sum(y, idx, lo_off, planes);
+}
+__device__ __forceinline__ float yval(const bf16* y, size_t idx, size_t, int) { return __bfloat162float(y[idx]); }
+
+template <int E, typename YT>
+__global__ void __launch_bounds__(kNormThreads)
+    residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R,
+                            int H, const float* __restrict__ w, float eps, bool write_x, int planes,
+                            bf16* __restrict__ act) {
   pdl_begin();
-  extern __shared__ float row[];
   __shared__ float red[33];
   const int i = blockIdx.x;
   const int r = rows ? rows[i] : i;
   float* xr = x + size_t(r) * H;
+  float v[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int k = threadIdx.x + e * kNormThreads;
+    v[e] = k < H ? xr[k] : 0.0f;
+  }
+  if (y) {
+    float a[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int k = threadIdx.x + e * kNormThreads;
+      a[e] = k < H ? yval(y, size_t(r) * H + k, size_t(T) * H, planes) : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] += a[e];
+  }
   float ss = 0;
-  for (int k = threadIdx.x; k < H; k += blockDim.x) {
-    float v = xr[k];
-    if (y) v += planes_sum(y, size_t(r) * H + k, size_t(T) * H, planes);
-    row[k] = v;
-    if (write_x) xr[k] = v;
-    ss += v * v;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int k = threadIdx.x + e * kNormThreads;
+    if (k < H) {
+      if (write_x) xr[k] = v[e];
+      ss += v[e] * v[e];
+    }
   }
   const float inv = 1.0f / sqrtf(block_sum(ss, red) / float(H) + eps);
-  for (int k = threadIdx.x; k < H; k += blockDim.x)
-    store_act(row[k] * inv * w[k], act, size_t(i) * H + k, size_t(R) * H, planes);
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int k = threadIdx.x + e * kNormThreads;
+    if (k < H) store_act(v[e] * inv * w[k], act, size_t(i) * H + k, size_t(R) * H, planes);
+  }
 }
+constexpr int kNormMaxE = 32;  // rows up to 8192 wide
 
-template <typename KV>
-__global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
+template <typename KV, typename YT>
+__global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
                                bool interleaved, int planes, float* q_out, KV* k_cache, KV* v_cache, int T) {
   pdl_begin();
   const int r = blockIdx.x;
@@ -80,16 +116,26 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
   const size_t row = size_t(r) * W, lo = size_t(T) * W;
   const float pos = float(m.pos[r]);
   const size_t slot = size_t(m.slot[r]);
-  // q and k: one thread per rotated pair.
-  for (int e = threadIdx.x; e < (heads + kv_heads) * half; e += blockDim.x) {
-    const int h = e / half, i = e % half;
+  // cos / sin of the row's half angles, once per row: every head rotates by the same ones, and a
+  // double sincos per rotated pair made this kernel ALU-bound (1,152 of them per 0.3B row). (A
+  // per-position table computed at load measured no faster than this: 5.4 us per call either way
+  // at 256 rows, ncu.)
+  extern __shared__ float cs[];  // [half] cos, then [half] sin
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const float angle = pos * inv_freq[i];
     double sd, cd;
     sincos(double(angle), &sd, &cd);
-    const float c = float(cd), s = float(sd);
+    cs[i] = float(cd);
+    cs[half + i] = float(sd);
+  }
+  __syncthreads();
+  // q and k: one thread per rotated pair.
+  for (int e = threadIdx.x; e < (heads + kv_heads) * half; e += blockDim.x) {
+    const int h = e / half, i = e % half;
+    const float c = cs[i], s = cs[half + i];
     const int a_i = interleaved ? 2 * i : i, b_i = interleaved ? 2 * i + 1 : i + half;
     const int col = h * D;  // q heads first, then k heads (contiguous in the GEMM output)
-    const float a = planes_sum(qkv, row + col + a_i, lo, planes), b = planes_sum(qkv, row + col + b_i, lo, planes);
+    const float a = yval(qkv, row + col + a_i, lo, planes), b = yval(qkv, row + col + b_i, lo, planes);
     // Same fp32 operations as the reference: each product rounded, then added (no FMA contraction).
     const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
     const float rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
@@ -103,16 +149,29 @@ __global__ void rope_kv_kernel(const float* qkv, RowMeta m, int heads, int kv_he
     }
   }
   for (int e = threadIdx.x; e < KVD; e += blockDim.x)
-    store_kv(v_cache + slot * KVD + e, planes_sum(qkv, row + QD + KVD + e, lo, planes));
+    store_kv(v_cache + slot * KVD + e, yval(qkv, row + QD + KVD + e, lo, planes));
 }
 
-__global__ void silu_mul_kernel(const float* y, int T, int I, int planes, bf16* act) {
+// Four consecutive elements per thread (I % 4 == 0, checked at model creation): 16-byte (fp32) or
+// 8-byte (bf16) loads of the gate and up halves.
+template <typename YT>
+__global__ void silu_mul_kernel(const YT* __restrict__ y, int T, int I, int planes, bf16* __restrict__ act) {
   pdl_begin();
-  const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   if (idx >= size_t(T) * I) return;
   const size_t r = idx / I, i = idx % I, lo = size_t(T) * 2 * I;
-  const float g = planes_sum(y, r * 2 * I + i, lo, planes), u = planes_sum(y, r * 2 * I + I + i, lo, planes);
-  store_act(g / (1.0f + expf(-g)) * u, act, r * I + i, size_t(T) * I, planes);
+  const YT* gp = y + r * 2 * I + i;
+  float4 g = load4(gp), u = load4(gp + I);
+  if (planes == 2) {  // fp32 output only
+    const float4 gl = load4(gp + lo), ul = load4(gp + I + lo);
+    g = make_float4(g.x + gl.x, g.y + gl.y, g.z + gl.z, g.w + gl.w);
+    u = make_float4(u.x + ul.x, u.y + ul.y, u.z + ul.z, u.w + ul.w);
+  }
+  const size_t o = r * I + i, olo = size_t(T) * I;
+  store_act(g.x / (1.0f + expf(-g.x)) * u.x, act, o, olo, planes);
+  store_act(g.y / (1.0f + expf(-g.y)) * u.y, act, o + 1, olo, planes);
+  store_act(g.z / (1.0f + expf(-g.z)) * u.z, act, o + 2, olo, planes);
+  store_act(g.w / (1.0f + expf(-g.w)) * u.w, act, o + 3, olo, planes);
 }
 
 __global__ void logits_sum_kernel(const float* y, int R, int V, int planes, float* logits) {
@@ -279,8 +338,11 @@ __device__ __forceinline__ void bf16x8(const uint4& u, float* f) {
   }
 }
 
-template <int MMAX, int KS>
-__global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a, float* out, int M, int N, int K) {
+__device__ __forceinline__ void put(float* p, float v) { *p = v; }
+__device__ __forceinline__ void put(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <int MMAX, int KS, typename OT>
+__global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a, OT* out, int M, int N, int K) {
   constexpr int GROUPS = 8 / KS;
   __shared__ float red[KS > 1 ? 8 : 1][kNC * MMAX];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -323,7 +385,7 @@ __global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a,
       for (int i = 0; i < MMAX; ++i)
 #pragma unroll
         for (int c = 0; c < kNC; ++c)
-          if (i < M && n0 + c < N) out[size_t(i) * N + n0 + c] = acc[i][c];
+          if (i < M && n0 + c < N) put(out + size_t(i) * N + n0 + c, acc[i][c]);
     return;
   }
   if (lane == 0)
@@ -337,20 +399,25 @@ __global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a,
       const int i = e / kNC, c = e % kNC;
       float sum = 0;
       for (int s = 0; s < KS; ++s) sum += red[warp + s][e];
-      if (i < M && n0 + c < N) out[size_t(i) * N + n0 + c] = sum;
+      if (i < M && n0 + c < N) put(out + size_t(i) * N + n0 + c, sum);
     }
 }
 
-template <int MMAX>
-void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {
+template <int MMAX, typename OT>
+void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, OT* out, cudaStream_t s) {
   const int groups = (N + kNC - 1) / kNC, per_block = 8 / ks;
   const unsigned blocks = unsigned((groups + per_block - 1) / per_block);
   switch (ks) {
-    case 1: launch(gemv_kernel<MMAX, 1>, blocks, 256, 0, s, w, a, out, M, N, K); break;
-    case 2: launch(gemv_kernel<MMAX, 2>, blocks, 256, 0, s, w, a, out, M, N, K); break;
-    case 4: launch(gemv_kernel<MMAX, 4>, blocks, 256, 0, s, w, a, out, M, N, K); break;
-    default: launch(gemv_kernel<MMAX, 8>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    case 1: launch(gemv_kernel<MMAX, 1, OT>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    case 2: launch(gemv_kernel<MMAX, 2, OT>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    case 4: launch(gemv_kernel<MMAX, 4, OT>, blocks, 256, 0, s, w, a, out, M, N, K); break;
+    default: launch(gemv_kernel<MMAX, 8, OT>, blocks, 256, 0, s, w, a, out, M, N, K); break;
   }
+}
+template <int MMAX>
+void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, void* out, bool out_bf16, cudaStream_t s) {
+  if (out_bf16) launch_gemv<MMAX>(ks, w, N, K, a, M, static_cast<bf16*>(out), s);
+  else launch_gemv<MMAX>(ks, w, N, K, a, M, static_cast<float*>(out), s);
 }
 
 __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t block_words) {
@@ -376,24 +443,42 @@ void embed(const bf16* table, RowMeta m, int T, int H, float* x, cudaStream_t s)
   launch(embed_kernel, T, 256, 0, s, table, m.token, H, x);
 }
 
-void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int R, int H, const float* w, float eps,
-                      bool write_x, int planes, bf16* act, cudaStream_t s) {
-  launch(residual_rmsnorm_kernel, R, 256, size_t(H) * sizeof(float), s, x, y, rows, T, R, H, w, eps, write_x, planes, act);
+void residual_rmsnorm(float* x, const float* y, bool y_bf16, const int32_t* rows, int T, int R, int H, const float* w,
+                      float eps, bool write_x, int planes, bf16* act, cudaStream_t s) {
+  const int E = (H + kNormThreads - 1) / kNormThreads;
+  const auto go = [&](auto k, const auto* yt) {
+    launch(k, R, kNormThreads, 0, s, x, yt, rows, T, R, H, w, eps, write_x, planes, act);
+  };
+  const auto pick = [&](const auto* yt) {
+    using YT = std::remove_cv_t<std::remove_pointer_t<decltype(yt)>>;
+    if (E <= 4) go(residual_rmsnorm_kernel<4, YT>, yt);
+    else if (E <= 8) go(residual_rmsnorm_kernel<8, YT>, yt);
+    else if (E <= 16) go(residual_rmsnorm_kernel<16, YT>, yt);
+    else if (E <= kNormMaxE) go(residual_rmsnorm_kernel<kNormMaxE, YT>, yt);
+    else std::abort();  // ModelDims are checked at creation (hidden <= 8192)
+  };
+  if (y_bf16) pick(reinterpret_cast<const bf16*>(y));
+  else pick(y);
 }
 
-void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
-             int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s) {
-  if (kv_bf16)
-    launch(rope_kv_kernel<bf16>, T, 256, 0, s, qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
-                                           static_cast<bf16*>(k_cache), static_cast<bf16*>(v_cache), T);
-  else
-    launch(rope_kv_kernel<float>, T, 256, 0, s, qkv, m, heads, kv_heads, D, inv_freq, interleaved, planes, q_out,
-                                            static_cast<float*>(k_cache), static_cast<float*>(v_cache), T);
+void rope_kv(const float* qkv, bool qkv_bf16, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq,
+             bool interleaved, int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s) {
+  const auto go = [&](const auto* y, auto* kc) {
+    using YT = std::remove_cv_t<std::remove_pointer_t<decltype(y)>>;
+    using KV = std::remove_pointer_t<decltype(kc)>;
+    launch(rope_kv_kernel<KV, YT>, T, 256, size_t(D) * sizeof(float), s, y, m, heads, kv_heads, D, inv_freq,
+           interleaved, planes, q_out, kc, static_cast<KV*>(v_cache), T);
+  };
+  const bf16* yb = reinterpret_cast<const bf16*>(qkv);
+  if (kv_bf16) qkv_bf16 ? go(yb, static_cast<bf16*>(k_cache)) : go(qkv, static_cast<bf16*>(k_cache));
+  else qkv_bf16 ? go(yb, static_cast<float*>(k_cache)) : go(qkv, static_cast<float*>(k_cache));
 }
 
-void silu_mul(const float* y, int T, int I, int planes, bf16* act, cudaStream_t s) {
-  const size_t n = size_t(T) * I;
-  launch(silu_mul_kernel, unsigned((n + 255) / 256), 256, 0, s, y, T, I, planes, act);
+void silu_mul(const float* y, bool y_bf16, int T, int I, int planes, bf16* act, cudaStream_t s) {
+  const size_t n = size_t(T) * I / 4;  // I % 4 == 0: ModelDims are checked at creation
+  const unsigned blocks = unsigned((n + 255) / 256);
+  if (y_bf16) launch(silu_mul_kernel<bf16>, blocks, 256, 0, s, reinterpret_cast<const bf16*>(y), T, I, planes, act);
+  else launch(silu_mul_kernel<float>, blocks, 256, 0, s, y, T, I, planes, act);
 }
 
 void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStream_t s) {
@@ -411,20 +496,20 @@ void sample(float* y, int R, int V, int planes, const SampleParams* params, int3
   launch(sample_kernel, R, kSampleThreads, 0, s, y, R, V, planes, params, out);
 }
 
-bool gemv(const bf16* w, int N, int K, const bf16* a, int M, float* out, cudaStream_t s) {
+bool gemv(const bf16* w, int N, int K, const bf16* a, int M, void* out, bool out_bf16, cudaStream_t s) {
   if (M < 1 || M > 16 || K % 8 != 0) return false;
   // Enough warps to keep HBM busy (~2k), splitting K when there are few columns.
   int ks = 1;
   const int groups = (N + kNC - 1) / kNC;
   while (ks < 8 && groups * ks < 2048 && K % (8 * ks * 2) == 0) ks *= 2;
   if (M <= 2)
-    launch_gemv<2>(ks, w, N, K, a, M, out, s);
+    launch_gemv<2>(ks, w, N, K, a, M, out, out_bf16, s);
   else if (M <= 4)
-    launch_gemv<4>(ks, w, N, K, a, M, out, s);
+    launch_gemv<4>(ks, w, N, K, a, M, out, out_bf16, s);
   else if (M <= 8)
-    launch_gemv<8>(ks, w, N, K, a, M, out, s);
+    launch_gemv<8>(ks, w, N, K, a, M, out, out_bf16, s);
   else
-    launch_gemv<16>(ks, w, N, K, a, M, out, s);
+    launch_gemv<16>(ks, w, N, K, a, M, out, out_bf16, s);
   return true;
 }
 

@@ -34,17 +34,20 @@ void spin(long long ns, cudaStream_t s);
 // x[r] = embed[token[r]] (fp32).
 void embed(const __nv_bfloat16* table, RowMeta m, int T, int H, float* x, cudaStream_t s);
 
+// GEMM outputs (y below) are fp32 [planes*T, N], or bf16 [T, N] when y_bf16 (one plane only; the
+// buffer is the same, read as bf16).
+
 // For output row i (input row r = rows ? rows[i] : i): x_r += y[r] (+ y[T + r] with two planes)
 // when y is given (y: GEMM output [planes*T, H]), written back to x when write_x; then
 // act[i] = bf16 planes of rmsnorm(x_r) * w (act: [planes*R, H], hi rows then lo rows).
-void residual_rmsnorm(float* x, const float* y, const int32_t* rows, int T, int R, int H, const float* w, float eps,
-                      bool write_x, int planes, __nv_bfloat16* act, cudaStream_t s);
+void residual_rmsnorm(float* x, const float* y, bool y_bf16, const int32_t* rows, int T, int R, int H, const float* w,
+                      float eps, bool write_x, int planes, __nv_bfloat16* act, cudaStream_t s);
 
 // qkv: GEMM output [planes*T, QD + 2*KVD]. q (RoPE'd, fp32) -> q_out [T, QD]; k (RoPE'd) and v ->
 // the layer's caches at each row's slot. Caches: [num_blocks + 1, block_size, kv_heads, head_dim],
 // fp32 or bf16 (kv_bf16).
-void rope_kv(const float* qkv, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq, bool interleaved,
-             int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s);
+void rope_kv(const float* qkv, bool qkv_bf16, RowMeta m, int T, int heads, int kv_heads, int D, const float* inv_freq,
+             bool interleaved, int planes, float* q_out, void* k_cache, void* v_cache, bool kv_bf16, cudaStream_t s);
 
 // Paged causal attention, written into act [planes*T, QD] for o_proj. Rows are grouped into tiles
 // (RowMeta tile_row / tile_n): a decode row is a one-row tile; a prefill chunk is cut into tiles of
@@ -72,7 +75,13 @@ cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes);
 // between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
 // Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
 // larger when many (fewer partials to write and merge).
-inline int attn_decode_part_keys(int rows) { return rows <= 8 ? 32 : rows <= 64 ? 64 : 128; }
+// walk (bf16 cache and one plane only; the model's choice): from 128 rows, one partition per row
+// (kWalkRow keys), read whole by attn_decode_walk_kernel, a block per (row, KV head).
+constexpr int kMaxPartKeys = 128;
+constexpr int kWalkRow = 1 << 24;
+inline int attn_decode_part_keys(int rows, bool walk = false) {
+  return walk && rows >= 128 ? kWalkRow : rows <= 8 ? 32 : rows <= 64 ? 64 : 128;
+}
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
                int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
                float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
@@ -82,7 +91,7 @@ void attention_prefill(const float* q, const void* k_cache, const void* v_cache,
                        __nv_bfloat16* act, cudaStream_t s);
 
 // y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.
-void silu_mul(const float* y, int T, int I, int planes, __nv_bfloat16* act, cudaStream_t s);
+void silu_mul(const float* y, bool y_bf16, int T, int I, int planes, __nv_bfloat16* act, cudaStream_t s);
 
 // y: lm_head output [planes*R, V]; logits[i] = y[i] (+ y[R + i]) (fp32) or, when argmax is given,
 // the index of the first maximum of that sum per row.
@@ -99,10 +108,10 @@ struct SampleParams {
 // y: lm_head output [planes*R, V] (overwritten); out[r] = the sampled token of row r.
 void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s);
 
-// out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 out, row-major) for small M: a weight-streaming
-// GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth). Deterministic.
-// Returns false (nothing launched) when the shape is not supported (M > 16 or K % 8 != 0).
-bool gemv(const __nv_bfloat16* w, int N, int K, const __nv_bfloat16* a, int M, float* out, cudaStream_t s);
+// out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 or bf16 out (out_bf16), row-major) for small M: a
+// weight-streaming GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth).
+// Deterministic. Returns false (nothing launched) when the shape is not supported (M > 16 or K % 8 != 0).
+bool gemv(const __nv_bfloat16* w, int N, int K, const __nv_bfloat16* a, int M, void* out, bool out_bf16, cudaStream_t s);
 
 // Whole-block copies inside one layer's cache (pairs[2*i] -> pairs[2*i+1]), for copy-on-write.
 void copy_blocks(void* cache, const int32_t* pairs, int n, size_t block_bytes, cudaStream_t s);

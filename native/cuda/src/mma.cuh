@@ -48,6 +48,40 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(kFull, v, 2);
 }
 
+// One online-softmax step (log2 domain) for mma row pair half ii (row g: ii = 0, row g + 8: ii = 1)
+// over a chunk's S accumulators s[n][2 * ii + c] (n < NS n-tiles, c < 2): entries keep(n, c) rejects
+// are masked, the rest scaled by scale_log2; s becomes P = exp2(s - max). mrun / lrun (the row's
+// running max and sum) are updated; returns the factor the row's O accumulators must be scaled by.
+// A row with no key yet keeps max -inf and P = 0.
+template <int NS, typename Keep>
+__device__ __forceinline__ float online_softmax(float (&s)[NS][4], int ii, float scale_log2, Keep keep, float& mrun,
+                                                float& lrun) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      float& v = s[n][2 * ii + c];
+      v = keep(n, c) ? v * scale_log2 : -INFINITY;
+      mx = fmaxf(mx, v);
+    }
+  const float m_new = fmaxf(mrun, quad_max(mx));
+  const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // exp2(-inf - 0) = 0
+  const float corr = exp2f(mrun - m_use);
+  float sum = 0;
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      float& v = s[n][2 * ii + c];
+      v = exp2f(v - m_use);
+      sum += v;
+    }
+  lrun = lrun * corr + quad_sum(sum);
+  mrun = m_new;
+  return corr;
+}
+
 // A fragment of a row-major [16][k] bf16 tile: lanes 0-15 name rows 0-15 at column 0, lanes 16-31
 // the same rows at column 8; a0..a3 as mma() wants them.
 __device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {

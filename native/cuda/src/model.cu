@@ -115,6 +115,10 @@ struct EeCudaModel {
   bf16* lm_head = nullptr;
   float* final_norm = nullptr;
   float* inv_freq = nullptr;
+  // With one activation plane, cuBLAS GEMMs write bf16 (what bf16 engines compute: HF rounds every
+  // projection's output to bf16) instead of fp32, halving the bytes each GEMM writes and the next
+  // kernel reads. ERNIE_CUDA_BF16_OUT=0: fp32 outputs. The LM head always writes fp32 logits.
+  bool bf16_out = false;
   std::vector<Layer> layers;
   // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim], fp32 or bf16
   // (kv_bf16). Block num_blocks is a scratch block that padded graph rows write to.
@@ -122,6 +126,10 @@ struct EeCudaModel {
   size_t layer_bytes = 0;
   bool kv_bf16 = false;
   int planes = 2;  // activation planes: 2 precise (hi + lo bf16), 1 plain bf16
+  // With a bf16 cache and one plane, steps of 128+ decode rows read each (row, KV head) whole in one
+  // block (attn_decode_walk_kernel) instead of key partitions and a combine kernel.
+  // ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size.
+  bool walk = false;
   // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS. Measured on the H200 (whole
   // decode steps): the GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a
   // fraction of HBM bandwidth) and loses at 8 (1.36 vs 1.09 ms per step) and 16 (1.96 vs 1.25 ms).
@@ -245,12 +253,14 @@ struct EeCudaModel {
     }
   }
 
-  void gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out) {
-    // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T.
-    if (m <= gemv_max_m && eec::gemv(w, n, k, a, m, out, st)) return;
+  // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T; out bf16 when to_bf16
+  // (then read as bf16 through the same pointer), else fp32. Returns to_bf16.
+  bool gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out, bool to_bf16) {
+    if (m <= gemv_max_m && eec::gemv(w, n, k, a, m, out, to_bf16, st)) return to_bf16;
     const float one = 1.0f, zero = 0.0f;
     CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, a, CUDA_R_16BF, k, &zero, out,
-                    CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    to_bf16 ? CUDA_R_16BF : CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return to_bf16;
   }
 
   // The whole forward for T rows (metadata already on the device), R logit rows.
@@ -274,14 +284,16 @@ struct EeCudaModel {
     }
     op("embed+norm", [&] {
       eec::embed(embed, m, T, H, x, st);
-      eec::residual_rmsnorm(x, nullptr, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
+      eec::residual_rmsnorm(x, nullptr, false, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
     });
+    const bool ybf = bf16_out && planes == 1;
+    bool yb = false;  // whether y (the last GEMM's output) is bf16
     for (int l = 0; l < L; ++l) {
       const Layer& w = layers[size_t(l)];
-      op("gemm_qkv", [&] { gemm(w.qkv, QKVW, H, act, PT, y); });
+      op("gemm_qkv", [&] { yb = gemm(w.qkv, QKVW, H, act, PT, y, ybf); });
       op("rope_kv", [&] {
-        eec::rope_kv(y, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q, kc(l),
-                     vc(l), kv_bf16, st);
+        eec::rope_kv(y, yb, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q,
+                     kc(l), vc(l), kv_bf16, st);
       });
       const auto decode_rows = [&](cudaStream_t s) {
         eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys, np,
@@ -306,20 +318,20 @@ struct EeCudaModel {
         if (dec_tiles > 0) op("attention_decode_rows", [&] { decode_rows(st); });
         if (pre_tiles > 0) op("attention_prefill", [&] { prefill_tiles(st); });
       }
-      op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y); });
-      op("norm", [&] { eec::residual_rmsnorm(x, y, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
-      op("gemm_gate_up", [&] { gemm(w.gate_up, 2 * I, H, act, PT, y); });
-      op("silu", [&] { eec::silu_mul(y, T, I, planes, act, st); });
-      op("gemm_down", [&] { gemm(w.down, H, I, act, PT, y); });
+      op("gemm_o", [&] { yb = gemm(w.o, H, QD, act, PT, y, ybf); });
+      op("norm", [&] { eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
+      op("gemm_gate_up", [&] { yb = gemm(w.gate_up, 2 * I, H, act, PT, y, ybf); });
+      op("silu", [&] { eec::silu_mul(y, yb, T, I, planes, act, st); });
+      op("gemm_down", [&] { yb = gemm(w.down, H, I, act, PT, y, ybf); });
       op("norm", [&] {
         if (l + 1 < L)
-          eec::residual_rmsnorm(x, y, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, planes, act, st);
+          eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, planes, act, st);
         else if (R > 0)
-          eec::residual_rmsnorm(x, y, m.out_row, T, R, H, final_norm, eps, false, planes, act, st);
+          eec::residual_rmsnorm(x, y, yb, m.out_row, T, R, H, final_norm, eps, false, planes, act, st);
       });
     }
     if (R == 0) return;
-    op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog); });
+    op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog, false); });
     op("logits", [&] {
       if (mode == Out::kSample)
         eec::sample(ylog, R, V, planes, sample_d, argmax_d, st);
@@ -349,10 +361,15 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.bs = d.block_size;
   m.planes = d.precise ? 2 : 1;
   m.kv_bf16 = d.kv_bf16 != 0;
+  m.bf16_out = env_int("ERNIE_CUDA_BF16_OUT", 1) == 1;
+  m.walk = m.kv_bf16 && m.planes == 1 && env_int("ERNIE_CUDA_DECODE_WALK", 1) != 0;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
                              std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
   if (d.block_size < 1 || d.max_model_len < 1) throw std::runtime_error("block_size and max_model_len must be positive");
+  if (d.hidden < 1 || d.hidden > 8192 || d.intermediate % 4 != 0)  // residual_rmsnorm's and silu_mul's launch shapes
+    throw std::runtime_error("the CUDA backend supports hidden sizes up to 8192 and intermediate sizes divisible by 4 (got " +
+                             std::to_string(d.hidden) + ", " + std::to_string(d.intermediate) + ")");
   CK(cudaSetDevice(d.device));
   CK(cudaStreamCreateWithFlags(&m.st, cudaStreamNonBlocking));
   CK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
@@ -404,7 +421,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   const int max_seqs = std::max(1, d.max_num_seqs);
   const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
-  const int pk = eec::attn_decode_part_keys(max_seqs);
+  const int pk = eec::attn_decode_part_keys(max_seqs, m.walk);
   m.ensure(rows, max_seqs, size_t(max_seqs) * size_t((d.max_model_len + pk - 1) / pk), max_seqs * bt_per_seq + rows + 1,
            false);
 
@@ -474,7 +491,7 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
   g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
   // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
   g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
-  g.part_keys = eec::attn_decode_part_keys(g.dec_grid);
+  g.part_keys = eec::attn_decode_part_keys(g.dec_grid, m.walk);
   g.np = (m.d.max_model_len + g.part_keys - 1) / g.part_keys;  // any row up to max_model_len
   return g;
 }
@@ -583,7 +600,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
   // The attention grids: decode tiles (rows the partitions are sized for) and prefill tiles.
   const int dec_grid = graph || mgraph ? gp.dec_grid : n_dec;
-  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid);
+  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid, m.walk);
   const int np = graph || mgraph ? gp.np : (dec_ctx + part_keys - 1) / part_keys;
   m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_grid) * size_t(np) : 0, BT + 1, !want_argmax);
 
