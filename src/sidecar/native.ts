@@ -66,7 +66,8 @@ export interface NativeSlice {
 export interface NativeModelInfo {
   isa: string; // CPU kernel set, or 'cuda'
   device: 'cpu' | 'cuda';
-  cuda?: { deviceName: string; graphSteps: number; eagerSteps: number; gpuBytesUsed: number };
+  /** graphCaptures: CUDA graphs captured since load (at startup, or on first use inside a step). */
+  cuda?: { deviceName: string; graphSteps: number; eagerSteps: number; graphCaptures: number; gpuBytesUsed: number };
   threads: number;
   kvBlocks: number;
   blockSize: number;

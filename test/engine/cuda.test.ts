@@ -106,6 +106,28 @@ gpu('CUDA backend: tiny golden', () => {
     expect(maxAbsDiff(outs[0]!.slice(V, 2 * V), alone)).toBeLessThan(1e-3);
   });
 
+  // Loading with captureGraphs takes every decode and mixed-step graph of the argmax and sampled
+  // outputs. Capturing one must never grow the step buffers (which drops the graphs captured before
+  // it): the attention partials were once sized for the largest decode batch only, which with the
+  // whole-row kernel needs none, so the graphs of 1-48 rows were dropped while loading and captured
+  // again inside the first steps that used them (a ~5-10 ms stall each).
+  it.each([
+    ['precise', {}],
+    ['bf16 (whole-row decode from 128 rows)', { precise: false, kvCacheDtype: 'bfloat16' as const }],
+  ])('%s: the graphs captured while loading serve later steps without new captures', async (_, opts) => {
+    const m = (await loadModel(TINY, { ...CUDA, maxNumSeqs: 256, kvBlocks: 64, captureGraphs: true, ...opts })).model;
+    try {
+      const loaded = m.info().cuda!.graphCaptures;
+      expect(loaded).toBeGreaterThan(20);
+      const before = m.info().cuda!.graphSteps;
+      await m.generateGreedy({ tokens: Int32Array.from(tiny.prompts[1]!.prompt), blockTable: Int32Array.from([1, 2, 3]) }, 8);
+      expect(m.info().cuda!.graphSteps - before).toBeGreaterThanOrEqual(7); // the decode steps (batch 1)
+      expect(m.info().cuda!.graphCaptures).toBe(loaded);
+    } finally {
+      m.close();
+    }
+  });
+
   it('rejects bad inputs with errors, not crashes', async () => {
     await expect(g.forward([{ tokens: Int32Array.from([V]), startPos: 0, blockTable: Int32Array.from([0]), logits: 1 }])).rejects.toThrow(/outside the vocabulary/);
     await expect(g.forward([{ tokens: Int32Array.from([1]), startPos: 0, blockTable: Int32Array.from([99]), logits: 1 }])).rejects.toThrow(/out of range/);

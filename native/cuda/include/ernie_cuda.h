@@ -91,8 +91,9 @@ int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* log
                     const EeCudaSample* sample, char* err, int errlen);
 /* Copies whole KV blocks (all layers, K and V): copy-on-write after a fork. */
 int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, int n, char* err, int errlen);
-/* Steps served by a CUDA graph and eagerly since load (profiling / tests). */
-void ee_cuda_graph_stats(EeCudaModel* m, uint64_t* graph_steps, uint64_t* eager_steps);
+/* Steps served by a CUDA graph and eagerly since load, and graphs captured since load (at startup
+ * and on first use; profiling / tests). */
+void ee_cuda_graph_stats(EeCudaModel* m, uint64_t* graph_steps, uint64_t* eager_steps, uint64_t* captures);
 
 #ifdef __cplusplus
 }

@@ -155,7 +155,7 @@ struct EeCudaModel {
   // ERNIE_CUDA_FAIL_CAPTURES=N (tests only): the next N captures while serving fail on purpose, so
   // that the eager fallback of graph_for is exercised.
   int fail_captures = env_int("ERNIE_CUDA_FAIL_CAPTURES", 0);
-  uint64_t graph_steps = 0, eager_steps = 0;
+  uint64_t graph_steps = 0, eager_steps = 0, captures = 0;
   eec::Profiler prof;
   std::string shape;  // profile label suffix of the current step ("decode" / "mixed", then a row bucket)
 
@@ -421,9 +421,16 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   const int max_seqs = std::max(1, d.max_num_seqs);
   const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
-  const int pk = eec::attn_decode_part_keys(max_seqs, m.walk);
-  m.ensure(rows, max_seqs, size_t(max_seqs) * size_t((d.max_model_len + pk - 1) / pk), max_seqs * bt_per_seq + rows + 1,
-           false);
+  // Attention partial rows: the most any decode grid up to the largest graph bucket needs (the
+  // partition size depends on the row count, and with the whole-row kernel the largest grids need
+  // none), so that capturing the graphs never grows the buffers (which drops the graphs captured).
+  size_t max_rp = 0;
+  for (int r = 1; r <= max_seqs + 16; ++r) {
+    const int pk = eec::attn_decode_part_keys(r, m.walk);
+    const size_t np = size_t((d.max_model_len + pk - 1) / pk);
+    if (np > 1) max_rp = std::max(max_rp, size_t(r) * np);
+  }
+  m.ensure(rows, max_seqs, max_rp, max_seqs * bt_per_seq + rows + 1, false);
 
   const size_t elem = m.kv_bf16 ? 2 : 4;
   const size_t block_bytes = size_t(m.L) * 2 * size_t(d.block_size) * KVD * elem;
@@ -535,6 +542,7 @@ cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out m
     return nullptr;
   }
   m.graphs.emplace(key, exec);
+  ++m.captures;
   m.prof.host(std::string("capture.") + (g.mixed ? "mixed" : "decode"), ms_since(t_cap));
   return exec;
 }
@@ -819,9 +827,10 @@ int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, 
   }
 }
 
-void ee_cuda_graph_stats(EeCudaModel* m, uint64_t* graph_steps, uint64_t* eager_steps) {
+void ee_cuda_graph_stats(EeCudaModel* m, uint64_t* graph_steps, uint64_t* eager_steps, uint64_t* captures) {
   *graph_steps = m->graph_steps;
   *eager_steps = m->eager_steps;
+  *captures = m->captures;
 }
 
 }  // extern "C"

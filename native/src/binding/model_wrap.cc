@@ -257,13 +257,14 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     prof.Set("tokens", double(pr.tokens));
     o.Set("profile", prof);
   }
-  uint64_t graph_steps = 0, eager_steps = 0, used = 0;
+  uint64_t graph_steps = 0, eager_steps = 0, captures = 0, used = 0;
   std::string name;
-  if (cuda_graph_stats(r, &graph_steps, &eager_steps, &name, &used)) {
+  if (cuda_graph_stats(r, &graph_steps, &eager_steps, &captures, &name, &used)) {
     Napi::Object c = Napi::Object::New(info.Env());
     c.Set("deviceName", name);
     c.Set("graphSteps", double(graph_steps));
     c.Set("eagerSteps", double(eager_steps));
+    c.Set("graphCaptures", double(captures));
     c.Set("gpuBytesUsed", double(used));
     o.Set("cuda", c);
   }

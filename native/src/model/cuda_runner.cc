@@ -23,7 +23,7 @@ struct CudaLib {
   int (*info)(EeCudaModel*, EeCudaInfo*);
   int (*forward)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*, char*, int);
   int (*copy_blocks)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int);
-  void (*graph_stats)(EeCudaModel*, uint64_t*, uint64_t*);
+  void (*graph_stats)(EeCudaModel*, uint64_t*, uint64_t*, uint64_t*);
 };
 
 Result<const CudaLib*> open_lib(const std::string& path) {
@@ -53,7 +53,7 @@ Result<const CudaLib*> open_lib(const std::string& path) {
   l.forward = reinterpret_cast<int (*)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*, char*, int)>(
       sym("ee_cuda_forward"));
   l.copy_blocks = reinterpret_cast<int (*)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int)>(sym("ee_cuda_copy_blocks"));
-  l.graph_stats = reinterpret_cast<void (*)(EeCudaModel*, uint64_t*, uint64_t*)>(sym("ee_cuda_graph_stats"));
+  l.graph_stats = reinterpret_cast<void (*)(EeCudaModel*, uint64_t*, uint64_t*, uint64_t*)>(sym("ee_cuda_graph_stats"));
   if (!ok) return Status::error(path + ": missing ee_cuda_* symbols (not a libernie_cuda build?)");
   if (l.abi_version() != EE_CUDA_ABI_VERSION)
     return Status::error(path + ": ABI version " + std::to_string(l.abi_version()) + ", the addon expects " +
@@ -111,8 +111,8 @@ class CudaModelRunner : public IModelRunner {
   uint64_t weight_bytes() const override { return info_.weight_bytes; }
   const char* backend() const override { return "cuda"; }
 
-  void stats(uint64_t* g, uint64_t* e, std::string* name, uint64_t* used) {
-    lib_->graph_stats(m_, g, e);
+  void stats(uint64_t* g, uint64_t* e, uint64_t* captures, std::string* name, uint64_t* used) {
+    lib_->graph_stats(m_, g, e, captures);
     EeCudaInfo i;
     lib_->info(m_, &i);
     *name = i.device_name;
@@ -219,10 +219,11 @@ Result<std::unique_ptr<IModelRunner>> make_cuda_runner(const ModelConfig& cfg, c
   return std::unique_ptr<IModelRunner>(new CudaModelRunner(lib.value(), m, cfg, o.block_size));
 }
 
-bool cuda_graph_stats(IModelRunner& r, uint64_t* g, uint64_t* e, std::string* name, uint64_t* used) {
+bool cuda_graph_stats(IModelRunner& r, uint64_t* g, uint64_t* e, uint64_t* captures, std::string* name,
+                      uint64_t* used) {
   auto* c = dynamic_cast<CudaModelRunner*>(&r);
   if (!c) return false;
-  c->stats(g, e, name, used);
+  c->stats(g, e, captures, name, used);
   return true;
 }
 

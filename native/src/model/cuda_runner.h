@@ -39,8 +39,9 @@ CudaProbe probe_cuda(const std::string& library);
 Result<std::unique_ptr<IModelRunner>> make_cuda_runner(const ModelConfig& cfg, const std::vector<TensorSource>& tensors,
                                                        const CudaOptions& opts);
 
-// Graph-replayed and eager steps since load (for tests and the benchmark); false if not CUDA.
-bool cuda_graph_stats(IModelRunner& r, uint64_t* graph_steps, uint64_t* eager_steps, std::string* device_name,
-                      uint64_t* gpu_bytes_used);
+// Graph-replayed and eager steps and graphs captured since load (for tests and the benchmark);
+// false if not CUDA.
+bool cuda_graph_stats(IModelRunner& r, uint64_t* graph_steps, uint64_t* eager_steps, uint64_t* graph_captures,
+                      std::string* device_name, uint64_t* gpu_bytes_used);
 
 }  // namespace ee
