@@ -115,9 +115,9 @@ struct EeCudaModel {
   bf16* lm_head = nullptr;
   float* final_norm = nullptr;
   float* inv_freq = nullptr;
-  // With one activation plane, cuBLAS GEMMs write bf16 (what bf16 engines compute: HF rounds every
-  // projection's output to bf16) instead of fp32, halving the bytes each GEMM writes and the next
-  // kernel reads. ERNIE_CUDA_BF16_OUT=0: fp32 outputs. The LM head always writes fp32 logits.
+  // With one activation plane, GEMMs (cuBLAS's and our GEMV) write bf16 (what bf16 engines compute:
+  // HF rounds every projection's output to bf16) instead of fp32, halving the bytes each GEMM writes
+  // and the next kernel reads. ERNIE_CUDA_BF16_OUT=0: fp32 outputs. The LM head always writes fp32.
   bool bf16_out = false;
   std::vector<Layer> layers;
   // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim], fp32 or bf16
@@ -254,13 +254,12 @@ struct EeCudaModel {
   }
 
   // Row-major out[m, n] = a[m, k] · w[n, k]^T, i.e. column-major out^T = w · a^T; out bf16 when to_bf16
-  // (then read as bf16 through the same pointer), else fp32. Returns to_bf16.
-  bool gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out, bool to_bf16) {
-    if (m <= gemv_max_m && eec::gemv(w, n, k, a, m, out, to_bf16, st)) return to_bf16;
+  // (then read as bf16 through the same pointer), else fp32.
+  void gemm(const bf16* w, int n, int k, const bf16* a, int m, float* out, bool to_bf16) {
+    if (m <= gemv_max_m && eec::gemv(w, n, k, a, m, out, to_bf16, st)) return;
     const float one = 1.0f, zero = 0.0f;
     CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16BF, k, a, CUDA_R_16BF, k, &zero, out,
                     to_bf16 ? CUDA_R_16BF : CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    return to_bf16;
   }
 
   // The whole forward for T rows (metadata already on the device), R logit rows.
@@ -286,11 +285,10 @@ struct EeCudaModel {
       eec::embed(embed, m, T, H, x, st);
       eec::residual_rmsnorm(x, nullptr, false, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
     });
-    const bool ybf = bf16_out && planes == 1;
-    bool yb = false;  // whether y (the last GEMM's output) is bf16
+    const bool yb = bf16_out && planes == 1;  // y (every layer GEMM's output) holds bf16
     for (int l = 0; l < L; ++l) {
       const Layer& w = layers[size_t(l)];
-      op("gemm_qkv", [&] { yb = gemm(w.qkv, QKVW, H, act, PT, y, ybf); });
+      op("gemm_qkv", [&] { gemm(w.qkv, QKVW, H, act, PT, y, yb); });
       op("rope_kv", [&] {
         eec::rope_kv(y, yb, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q,
                      kc(l), vc(l), kv_bf16, st);
@@ -318,11 +316,11 @@ struct EeCudaModel {
         if (dec_tiles > 0) op("attention_decode_rows", [&] { decode_rows(st); });
         if (pre_tiles > 0) op("attention_prefill", [&] { prefill_tiles(st); });
       }
-      op("gemm_o", [&] { yb = gemm(w.o, H, QD, act, PT, y, ybf); });
+      op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y, yb); });
       op("norm", [&] { eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
-      op("gemm_gate_up", [&] { yb = gemm(w.gate_up, 2 * I, H, act, PT, y, ybf); });
+      op("gemm_gate_up", [&] { gemm(w.gate_up, 2 * I, H, act, PT, y, yb); });
       op("silu", [&] { eec::silu_mul(y, yb, T, I, planes, act, st); });
-      op("gemm_down", [&] { yb = gemm(w.down, H, I, act, PT, y, ybf); });
+      op("gemm_down", [&] { gemm(w.down, H, I, act, PT, y, yb); });
       op("norm", [&] {
         if (l + 1 < L)
           eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, planes, act, st);
