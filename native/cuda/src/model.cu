@@ -285,7 +285,7 @@ struct EeCudaModel {
       eec::embed(embed, m, T, H, x, st);
       eec::residual_rmsnorm(x, nullptr, false, nullptr, T, T, H, layers[0].in_norm, eps, false, planes, act, st);
     });
-    const bool yb = bf16_out && planes == 1;  // y (every layer GEMM's output) holds bf16
+    const bool yb = bf16_out;  // y (every layer GEMM's output) holds bf16
     for (int l = 0; l < L; ++l) {
       const Layer& w = layers[size_t(l)];
       op("gemm_qkv", [&] { gemm(w.qkv, QKVW, H, act, PT, y, yb); });
@@ -345,6 +345,7 @@ struct EeCudaModel {
 namespace {
 
 void capture_all(EeCudaModel& m);
+int bucket(int n);
 
 void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.d = d;
@@ -359,7 +360,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.bs = d.block_size;
   m.planes = d.precise ? 2 : 1;
   m.kv_bf16 = d.kv_bf16 != 0;
-  m.bf16_out = env_int("ERNIE_CUDA_BF16_OUT", 1) == 1;
+  m.bf16_out = m.planes == 1 && env_int("ERNIE_CUDA_BF16_OUT", 1) == 1;
   m.walk = m.kv_bf16 && m.planes == 1 && env_int("ERNIE_CUDA_DECODE_WALK", 1) != 0;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
@@ -423,7 +424,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   // partition size depends on the row count, and with the whole-row kernel the largest grids need
   // none), so that capturing the graphs never grows the buffers (which drops the graphs captured).
   size_t max_rp = 0;
-  for (int r = 1; r <= max_seqs + 16; ++r) {
+  for (int r = 1; r <= bucket(max_seqs); ++r) {
     const int pk = eec::attn_decode_part_keys(r, m.walk);
     const size_t np = size_t((d.max_model_len + pk - 1) / pk);
     if (np > 1) max_rp = std::max(max_rp, size_t(r) * np);
