@@ -499,7 +499,9 @@ cudaError_t size_rep(int rep, bool qlo) {
 // (three stages: two); 2 or 3 stages and 2 or 4 warps were measured on the 256-stream workload
 // (native/cuda/README.md), and this one won.
 constexpr int kWalkChunk = 16;
-constexpr int kWalkWarps = 4;
+constexpr int kWalkWarps = 4;      // per block from kWalkManyRows rows
+constexpr int kWalkWarpsFew = 8;   // below: fewer blocks, so more warps share each row
+constexpr int kWalkManyRows = 128;
 constexpr int kWalkStages = 2;
 template <int REP, int D, int NW>
 constexpr size_t walk_smem() {
@@ -639,16 +641,29 @@ __global__ void __launch_bounds__(NW * 32)
                           });
 }
 
+template <int REP, int D, int NW>
+void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
+                 int bs, float scale, bf16* act, cudaStream_t s) {
+  launch(attn_decode_walk_kernel<REP, D, NW>, grid, NW * 32, walk_smem<REP, D, NW>(), s, q, kc, vc, m, T, heads, KVH,
+         bs, scale * 1.4426950408889634f, act);
+}
 template <int REP, int D>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                  int bs, float scale, bf16* act, cudaStream_t s) {
-  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
-         kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, act);
+  if (int(grid.x) >= kWalkManyRows)
+    launch_walk<REP, D, kWalkWarps>(grid, q, kc, vc, m, T, heads, KVH, bs, scale, act, s);
+  else
+    launch_walk<REP, D, kWalkWarpsFew>(grid, q, kc, vc, m, T, heads, KVH, bs, scale, act, s);
+}
+template <int REP, int D, int NW>
+cudaError_t size_walk() {
+  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(walk_smem<REP, D, NW>()));
 }
 template <int REP, int D>
 cudaError_t size_walk() {
-  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(walk_smem<REP, D, kWalkWarps>()));
+  const cudaError_t e = size_walk<REP, D, kWalkWarps>();
+  return e == cudaSuccess ? size_walk<REP, D, kWalkWarpsFew>() : e;
 }
 
 }  // namespace
