@@ -8,6 +8,9 @@
 //   lane: ~9k instructions per warp per chunk, latency-bound at 1.6 TB/s); with an fp32 cache
 //   about even (145 / 135 us, the fp32 V fragments being built by hand); whole 256-row decode steps
 //   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
+#include <cstdlib>
+#include <string>
+
 #include "device.cuh"
 #include "kernels.cuh"
 #include "launch.cuh"
@@ -513,7 +516,7 @@ constexpr size_t walk_smem() {
 template <int REP, int D, int NW>
 __global__ void __launch_bounds__(NW * 32)
     attn_decode_walk_kernel(const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
-                            int bs, float scale_log2, bf16* act) {
+                            int bs, float scale_log2, bool contig, bf16* act) {
   pdl_begin();
   constexpr int LD = D + 8, KS = D / 16, NO = D / 8, PPR = D * 2 / 16;  // PPR: 16-byte pieces per row
   static_assert(REP <= 16 && D % 16 == 0, "REP <= 16 heads in the mma rows");
@@ -532,13 +535,16 @@ __global__ void __launch_bounds__(NW * 32)
     const int c = w + i * NW;
     if (c < nch) {
       const int j0 = c * kWalkChunk;
+      // contig (block_size a multiple of the chunk): the chunk's keys are consecutive rows of one
+      // cache block, so one block-table lookup, then fixed strides.
+      const size_t base = contig ? key_off(j0) : 0;
 #pragma unroll
       for (int e = lane; e < kWalkChunk * PPR; e += 32) {
         const int j = e / PPR, piece = e % PPR, key = j0 + j;
         bf16* kp = ks + (stg * kWalkChunk + j) * LD + piece * 8;
         bf16* vp = vs + (stg * kWalkChunk + j) * LD + piece * 8;
         if (key < ctx) {
-          const size_t off = key_off(key) + piece * 8;
+          const size_t off = (contig ? base + size_t(j) * size_t(KVH * D) : key_off(key)) + piece * 8;
           cp_async16(kp, kc + off);
           cp_async16(vp, vc + off);
         } else {  // P is 0 there, and 0 times uninitialised shared memory could be NaN
@@ -644,8 +650,10 @@ __global__ void __launch_bounds__(NW * 32)
 template <int REP, int D, int NW>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                  int bs, float scale, bf16* act, cudaStream_t s) {
+  // Experiment: ERNIE_CUDA_WALK_CONTIG=0 looks every key up in the block table.
+  static const bool contig_on = !std::getenv("ERNIE_CUDA_WALK_CONTIG") || std::string(std::getenv("ERNIE_CUDA_WALK_CONTIG")) != "0";
   launch(attn_decode_walk_kernel<REP, D, NW>, grid, NW * 32, walk_smem<REP, D, NW>(), s, q, kc, vc, m, T, heads, KVH,
-         bs, scale * 1.4426950408889634f, act);
+         bs, scale * 1.4426950408889634f, contig_on && bs % kWalkChunk == 0, act);
 }
 template <int REP, int D>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
