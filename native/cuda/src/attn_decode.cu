@@ -596,13 +596,17 @@ __global__ void __launch_bounds__(NW * 32)
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int c = 0; c < 4; ++c) s[n][c] = s2[n][c] = 0;
+    // K's B fragments by ldmatrix, both n-tiles of a k-step in one x4: matrix m = lane / 8 is keys
+    // 8 (m / 2) .. + 7 at dims 16 kk + 8 (m % 2) .. + 7, so registers 0 / 1 are n-tile 0's (b0, b1)
+    // and 2 / 3 n-tile 1's (four LDS.32 per lane before).
+    const bf16* krow = &kst[((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8];
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk)
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-        const bf16* kp = &kst[(n * 8 + g) * LD + kk * 16 + 2 * tq];
-        mma(kk % 2 ? s2[n] : s[n], qa[kk], *reinterpret_cast<const uint32_t*>(kp), *reinterpret_cast<const uint32_t*>(kp + 8));
-      }
+    for (int kk = 0; kk < KS; ++kk) {
+      uint32_t kb[4];
+      ldsm_x4(kb, krow + kk * 16);
+      mma(kk % 2 ? s2[0] : s[0], qa[kk], kb[0], kb[1]);
+      mma(kk % 2 ? s2[1] : s[1], qa[kk], kb[2], kb[3]);
+    }
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -629,12 +633,13 @@ __global__ void __launch_bounds__(NW * 32)
     split2<false>(s[0][2], s[0][3], ph[1], unused);
     split2<false>(s[1][0], s[1][1], ph[2], unused);
     split2<false>(s[1][2], s[1][3], ph[3], unused);
-    const bf16* vrow = &vst[(lane % 16) * LD];
+    const bf16* vrow = &vst[(lane % 16) * LD + (lane / 16) * 8];
 #pragma unroll
-    for (int n = 0; n < NO; ++n) {
-      uint32_t b0, b1;
-      ldsm_x2_trans(b0, b1, vrow + n * 8);
-      mma(o[n], ph, b0, b1);
+    for (int n = 0; n < NO; n += 2) {  // two n-tiles per ldmatrix
+      uint32_t vb[4];
+      ldsm_x4_trans(vb, vrow + n * 8);
+      mma(o[n], ph, vb[0], vb[1]);
+      mma(o[n + 1], ph, vb[2], vb[3]);
     }
   }
 
