@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(NWK * 32)
         split2<QLO>(s[2 * c + 1][0], s[2 * c + 1][1], ph[2], pl[2]);
         split2<QLO>(s[2 * c + 1][2], s[2 * c + 1][3], ph[3], pl[3]);
 #pragma unroll
-        for (int nn = 0; nn < NO; ++nn) {
+        for (int nn = 0; nn < NO; nn += KVLO ? 1 : 2) {
           if constexpr (KVLO) {
             const float* v0 = reinterpret_cast<const float*>(vs) + (16 * c + 2 * tq) * LDV + 8 * nn + g;
             uint32_t bh0, bh1, bl0, bl1;
@@ -375,11 +375,14 @@ __global__ void __launch_bounds__(NWK * 32)
             mma(o[nn], ph, bh0, bh1);
             if (QLO) mma(o[nn], pl, bh0, bh1);
             mma(o[nn], ph, bl0, bl1);
-          } else {
-            uint32_t b0, b1;
-            ldsm_x2_trans(b0, b1, reinterpret_cast<const bf16*>(vs) + (16 * c + lane % 16) * LDV + 8 * nn);
-            mma(o[nn], ph, b0, b1);
-            if (QLO) mma(o[nn], pl, b0, b1);
+          } else {  // two n-tiles per ldmatrix
+            uint32_t vf[4];
+            ldsm_x4_trans(vf, reinterpret_cast<const bf16*>(vs) + (16 * c + lane % 16) * LDV + 8 * nn + (lane / 16) * 8);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              mma(o[nn + h], ph, vf[2 * h], vf[2 * h + 1]);
+              if (QLO) mma(o[nn + h], pl, vf[2 * h], vf[2 * h + 1]);
+            }
           }
         }
       }
