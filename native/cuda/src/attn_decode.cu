@@ -8,8 +8,6 @@
 //   lane: ~9k instructions per warp per chunk, latency-bound at 1.6 TB/s); with an fp32 cache
 //   about even (145 / 135 us, the fp32 V fragments being built by hand); whole 256-row decode steps
 //   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
-#include <cstdlib>
-#include <string>
 
 #include "device.cuh"
 #include "kernels.cuh"
@@ -505,9 +503,7 @@ cudaError_t size_rep(int rep, bool qlo) {
 // (three stages: two); 2 or 3 stages and 2 or 4 warps were measured on the 256-stream workload
 // (native/cuda/README.md), and this one won.
 constexpr int kWalkChunk = 16;
-constexpr int kWalkWarps = 4;      // per block from kWalkManyRows rows
-constexpr int kWalkWarpsFew = 8;   // below: fewer blocks, so more warps share each row
-constexpr int kWalkManyRows = 128;
+constexpr int kWalkWarps = 4;
 constexpr int kWalkStages = 2;
 template <int REP, int D, int NW>
 constexpr size_t walk_smem() {
@@ -655,31 +651,18 @@ __global__ void __launch_bounds__(NW * 32)
                           });
 }
 
-template <int REP, int D, int NW>
-void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
-                 int bs, float scale, bf16* act, cudaStream_t s) {
-  // Experiment: ERNIE_CUDA_WALK_CONTIG=0 looks every key up in the block table.
-  static const bool contig_on = !std::getenv("ERNIE_CUDA_WALK_CONTIG") || std::string(std::getenv("ERNIE_CUDA_WALK_CONTIG")) != "0";
-  launch(attn_decode_walk_kernel<REP, D, NW>, grid, NW * 32, walk_smem<REP, D, NW>(), s, q, kc, vc, m, T, heads, KVH,
-         bs, scale * 1.4426950408889634f, contig_on && bs % kWalkChunk == 0, act);
-}
 template <int REP, int D>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                  int bs, float scale, bf16* act, cudaStream_t s) {
-  if (int(grid.x) >= kWalkManyRows)
-    launch_walk<REP, D, kWalkWarps>(grid, q, kc, vc, m, T, heads, KVH, bs, scale, act, s);
-  else
-    launch_walk<REP, D, kWalkWarpsFew>(grid, q, kc, vc, m, T, heads, KVH, bs, scale, act, s);
-}
-template <int REP, int D, int NW>
-cudaError_t size_walk() {
-  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              int(walk_smem<REP, D, NW>()));
+  // A chunk's keys from one block-table lookup when blocks hold whole chunks (ncu on the H200, 256
+  // decode rows: 43.9 vs 46.2 us per layer with a lookup per key).
+  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
+         kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
 }
 template <int REP, int D>
 cudaError_t size_walk() {
-  const cudaError_t e = size_walk<REP, D, kWalkWarps>();
-  return e == cudaSuccess ? size_walk<REP, D, kWalkWarpsFew>() : e;
+  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(walk_smem<REP, D, kWalkWarps>()));
 }
 
 }  // namespace

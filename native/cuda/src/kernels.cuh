@@ -75,13 +75,12 @@ cudaError_t attention_prefill_prepare(int D, bool kv_bf16, int planes);
 // between batch sizes (as cuBLAS's GEMM algorithms do), never the greedy tokens in our tests.
 // Keys per partition for `rows` one-row tiles: small when few rows (parallelism at batch 1),
 // larger when many (fewer partials to write and merge).
-// walk_min (bf16 cache and one plane only; the model's choice, 0: never): from walk_min rows, one
-// partition per row (kWalkRow keys), read whole by attn_decode_walk_kernel, a block per (row, KV
-// head).
+// walk (bf16 cache and one plane only; the model's choice): from 128 rows, one partition per row
+// (kWalkRow keys), read whole by attn_decode_walk_kernel, a block per (row, KV head).
 constexpr int kMaxPartKeys = 128;
 constexpr int kWalkRow = 1 << 24;
-inline int attn_decode_part_keys(int rows, int walk_min = 0) {
-  return walk_min > 0 && rows >= walk_min ? kWalkRow : rows <= 8 ? 32 : rows <= 64 ? 64 : 128;
+inline int attn_decode_part_keys(int rows, bool walk = false) {
+  return walk && rows >= 128 ? kWalkRow : rows <= 8 ? 32 : rows <= 64 ? 64 : 128;
 }
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
                int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,

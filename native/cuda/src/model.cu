@@ -126,10 +126,10 @@ struct EeCudaModel {
   size_t layer_bytes = 0;
   bool kv_bf16 = false;
   int planes = 2;  // activation planes: 2 precise (hi + lo bf16), 1 plain bf16
-  // With a bf16 cache and one plane, steps of walk_min+ decode rows read each (row, KV head) whole in
-  // one block (attn_decode_walk_kernel) instead of key partitions and a combine kernel (0: never).
-  // ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size; ERNIE_CUDA_WALK_MIN_ROWS=N.
-  int walk_min = 0;
+  // With a bf16 cache and one plane, steps of 128+ decode rows read each (row, KV head) whole in one
+  // block (attn_decode_walk_kernel) instead of key partitions and a combine kernel.
+  // ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size.
+  bool walk = false;
   // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS. Measured on the H200 (whole
   // decode steps): the GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a
   // fraction of HBM bandwidth) and loses at 8 (1.36 vs 1.09 ms per step) and 16 (1.96 vs 1.25 ms).
@@ -361,9 +361,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.planes = d.precise ? 2 : 1;
   m.kv_bf16 = d.kv_bf16 != 0;
   m.bf16_out = m.planes == 1 && env_int("ERNIE_CUDA_BF16_OUT", 1) == 1;
-  m.walk_min = m.kv_bf16 && m.planes == 1 && env_int("ERNIE_CUDA_DECODE_WALK", 1) != 0
-                   ? std::max(1, env_int("ERNIE_CUDA_WALK_MIN_ROWS", 128))
-                   : 0;
+  m.walk = m.kv_bf16 && m.planes == 1 && env_int("ERNIE_CUDA_DECODE_WALK", 1) != 0;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
                              std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
@@ -427,7 +425,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   // none), so that capturing the graphs never grows the buffers (which drops the graphs captured).
   size_t max_rp = 0;
   for (int r = 1; r <= bucket(max_seqs); ++r) {
-    const int pk = eec::attn_decode_part_keys(r, m.walk_min);
+    const int pk = eec::attn_decode_part_keys(r, m.walk);
     const size_t np = size_t((d.max_model_len + pk - 1) / pk);
     if (np > 1) max_rp = std::max(max_rp, size_t(r) * np);
   }
@@ -499,7 +497,7 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
   g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
   // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
   g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
-  g.part_keys = eec::attn_decode_part_keys(g.dec_grid, m.walk_min);
+  g.part_keys = eec::attn_decode_part_keys(g.dec_grid, m.walk);
   g.np = (m.d.max_model_len + g.part_keys - 1) / g.part_keys;  // any row up to max_model_len
   return g;
 }
@@ -609,7 +607,7 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   const int qt = eec::attn_rows_per_tile(m.d.heads, m.d.kv_heads);
   // The attention grids: decode tiles (rows the partitions are sized for) and prefill tiles.
   const int dec_grid = graph || mgraph ? gp.dec_grid : n_dec;
-  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid, m.walk_min);
+  const int part_keys = graph || mgraph ? gp.part_keys : eec::attn_decode_part_keys(dec_grid, m.walk);
   const int np = graph || mgraph ? gp.np : (dec_ctx + part_keys - 1) / part_keys;
   m.ensure(B, std::max(RR, 1), np > 1 ? size_t(dec_grid) * size_t(np) : 0, BT + 1, !want_argmax);
 
