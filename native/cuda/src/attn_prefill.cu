@@ -195,20 +195,29 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     float s[NS][4];
 #pragma unroll
     for (int n = 0; n < NS; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
+    // K's B fragments by ldmatrix.x4, two n-tiles at a time: matrix m = lane / 8 is keys
+    // 8 (m / 2) .. + 7 of the pair at dims 16 kk + 8 (m % 2) .. + 7 (registers 0 / 1: n-tile n's
+    // (b0, b1), 2 / 3: n-tile n + 1's). Each accumulator takes its products in the same order as
+    // with one n-tile at a time.
+    const bf16* krow = &kst[(kb + (lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       uint32_t qh[4], ql[4];
       ldsm_x4(qh, qrow + kk * 16);
       if (QLO) ldsm_x4(ql, qrow + kTileQ * LD + kk * 16);
 #pragma unroll
-      for (int n = 0; n < NS; ++n) {
-        const bf16* kp = &kst[(kb + n * 8 + g) * LD + kk * 16 + 2 * tq];
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kp), b1 = *reinterpret_cast<const uint32_t*>(kp + 8);
-        mma(s[n], qh, b0, b1);
-        if (QLO) mma(s[n], ql, b0, b1);
+      for (int n = 0; n < NS; n += 2) {
+        uint32_t kf[4];
+        ldsm_x4(kf, krow + n * 8 * LD + kk * 16);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mma(s[n + h], qh, kf[2 * h], kf[2 * h + 1]);
+          if (QLO) mma(s[n + h], ql, kf[2 * h], kf[2 * h + 1]);
+        }
         if (KVLO) {
-          const bf16* kl = kp + kKeys * LD;
-          mma(s[n], qh, *reinterpret_cast<const uint32_t*>(kl), *reinterpret_cast<const uint32_t*>(kl + 8));
+          ldsm_x4(kf, krow + n * 8 * LD + kKeys * LD + kk * 16);
+          mma(s[n], qh, kf[0], kf[1]);
+          mma(s[n + 1], qh, kf[2], kf[3]);
         }
       }
     }
@@ -233,16 +242,20 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
       split2<QLO>(s[2 * kc16][2], s[2 * kc16][3], ph[1], pl[1]);
       split2<QLO>(s[2 * kc16 + 1][0], s[2 * kc16 + 1][1], ph[2], pl[2]);
       split2<QLO>(s[2 * kc16 + 1][2], s[2 * kc16 + 1][3], ph[3], pl[3]);
-      const bf16* vrow = &vst[(kb + kc16 * 16 + lane % 16) * LD];
+      const bf16* vrow = &vst[(kb + kc16 * 16 + lane % 16) * LD + (lane / 16) * 8];
 #pragma unroll
-      for (int n = 0; n < NO; ++n) {
-        uint32_t b0, b1;
-        ldsm_x2_trans(b0, b1, vrow + n * 8);
-        mma(o[n], ph, b0, b1);
-        if (QLO) mma(o[n], pl, b0, b1);
+      for (int n = 0; n < NO; n += 2) {  // two n-tiles per ldmatrix (ldsm_x4_trans)
+        uint32_t vf[4];
+        ldsm_x4_trans(vf, vrow + n * 8);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mma(o[n + h], ph, vf[2 * h], vf[2 * h + 1]);
+          if (QLO) mma(o[n + h], pl, vf[2 * h], vf[2 * h + 1]);
+        }
         if (KVLO) {
-          ldsm_x2_trans(b0, b1, vrow + kKeys * LD + n * 8);
-          mma(o[n], ph, b0, b1);
+          ldsm_x4_trans(vf, vrow + kKeys * LD + n * 8);
+          mma(o[n], ph, vf[0], vf[1]);
+          mma(o[n + 1], ph, vf[2], vf[3]);
         }
       }
     }

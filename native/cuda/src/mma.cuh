@@ -39,6 +39,16 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t& r0, uint32_t& r1, const 
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 
+// Two B fragment pairs at once, for n-tiles n and n + 1 of a [key][dim] tile read as B[k = key][n = dim]:
+// lanes 0-15 name the rows of keys 0-15 at dim column 8n, lanes 16-31 the same rows at 8n + 8;
+// r0 / r1 are n-tile n's (b0, b1), r2 / r3 n-tile n + 1's.
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t* r, const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
   return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
