@@ -22,6 +22,14 @@ function row(r: RunResult, ceiling?: number): string {
   return `  ${r.label.padEnd(26)} ${f0(r.outputTokS).padStart(8)} tok/s  TTFT p50/p99 ${f1(r.ttftMs.p50)}/${f1(r.ttftMs.p99)} ms  ITL p50/p99 ${r.itlMs.p50.toFixed(2)}/${r.itlMs.p99.toFixed(2)} ms${c}`;
 }
 
+// Prefix caching off, as in bench/engine.ts: the levels of one engine reuse the same requests
+// (level c runs the workload's first 3c, the levels before it ran the first ones too, the sampled
+// run all 768, and the article's 5 prompts run twice), so with it on a level found the earlier
+// levels' prompts cached. Measured on the H200 (bf16, 256 streams): 98.4k tok/s with it on, where
+// half of the 768 prompts had run at 128 streams, against 88-90k for fresh prompts
+// (bench/gpu-profile.ts). Within a level no two prompts share a block, so off changes nothing else.
+const engineOpts = { maxNumBatchedTokens: 4096, maxModelLen: 4096, enablePrefixCaching: false };
+
 /** One precision configuration: the model API alone (single stream), then the batching engine. */
 async function suite(dir: string, cuda: LoadOptions, tag: string) {
   // 1. single stream through the model API (no scheduler): decode and prefill.
@@ -53,7 +61,7 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
   const { engine, setSink, load: lo, kvBlockBytes, nextIds } = await openBenchEngine(
     dir,
     { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true },
-    { maxNumSeqs: 256, maxNumBatchedTokens: 4096, maxModelLen: 4096 },
+    { ...engineOpts, maxNumSeqs: 256 },
   );
   const engineLoadS = (performance.now() - tLoad) / 1000;
   const kvBlocks = engine.stats().kvBlocksTotal;
@@ -85,12 +93,25 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
   const big = await openBenchEngine(
     dir,
     { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true },
-    { maxNumSeqs: 512, maxNumBatchedTokens: 4096, maxModelLen: 4096 },
+    { ...engineOpts, maxNumSeqs: 512 },
   );
   await engineRun(big.engine, big.setSink, randomWorkload(16, 7), 16, 'warm-up', big.kvBlockBytes, big.nextIds(16));
   const c512 = { ...(await engineRun(big.engine, big.setSink, randomWorkload(1536), 512, 'random c=512 (1536 req)', big.kvBlockBytes, big.nextIds(1536))), concurrency: 512, ceilingTokS: 512 * stepCeiling };
   console.log(row(c512, 512 * stepCeiling));
   await big.engine.close();
+
+  // 5. 256 streams again with --prefill-batch 16 (new prompts wait, at most 8 steps, until 16 are
+  // queued while a quarter of the sequences decode, and are prefilled together): fewer, larger
+  // mixed steps, a longer TTFT.
+  const pb = await openBenchEngine(
+    dir,
+    { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true },
+    { ...engineOpts, maxNumSeqs: 256, prefillBatch: 16 },
+  );
+  await engineRun(pb.engine, pb.setSink, randomWorkload(16, 7), 16, 'warm-up', pb.kvBlockBytes, pb.nextIds(16));
+  const pb16 = { ...(await engineRun(pb.engine, pb.setSink, work, 256, 'c=256 --prefill-batch 16', pb.kvBlockBytes, pb.nextIds(768))), concurrency: 256, ceilingTokS: 256 * stepCeiling };
+  console.log(row(pb16, 256 * stepCeiling));
+  await pb.engine.close();
   return {
     info,
     weightBytes,
@@ -103,6 +124,7 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
       random: runs,
       sampledC256: sampled,
       randomC512: c512,
+      prefillBatch16C256: pb16,
       gpuBytesUsedAfterLoad,
     },
     work,
