@@ -36,7 +36,9 @@ async function batch(dir: string): Promise<void> {
     { maxNumSeqs: 256, maxNumBatchedTokens: mbt, maxModelLen: 4096, prefillBatch: Number(process.env.PB ?? 1), prefillMaxWait: Number(process.env.PMW ?? 8) },
   );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
-  const work = randomWorkload(3 * concurrency);
+  // SAMPLED=1: temperature 0.8, top-p 0.95, a seed per request (drawn on the GPU), as bench/gpu.ts's sampled run.
+  const plain = randomWorkload(3 * concurrency);
+  const work = process.env.SAMPLED === '1' ? plain.map((r, i) => ({ ...r, temperature: 0.8, topP: 0.95, seed: i })) : plain;
   const before = engine.stats();
   const r = await engineRun(engine, setSink, work, concurrency, `c=${concurrency}`, kvBlockBytes, 100);
   const after = engine.stats();
