@@ -6,10 +6,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
+import type { EngineOptions } from '../src/sidecar/engine/native-engine.js';
 import { loadModel, type LoadOptions } from '../src/sidecar/model/load.js';
 import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
 import { tokens } from './engine/single-stream.js';
-import { articleWorkload, randomWorkload } from './engine/workload.js';
+import { articleWorkload, type BenchRequest, randomWorkload } from './engine/workload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const outDir = process.argv[2] ?? path.join(here, 'results');
@@ -88,30 +89,22 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
   console.log(row(sampled, 256 * stepCeiling));
   await engine.close();
 
-  // 4. 512 streams (the target reads "256+"): the same engine sized for 512 sequences, 1,536
-  // requests of the same random workload.
-  const big = await openBenchEngine(
-    dir,
-    { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true },
-    { ...engineOpts, maxNumSeqs: 512 },
-  );
-  await engineRun(big.engine, big.setSink, randomWorkload(16, 7), 16, 'warm-up', big.kvBlockBytes, big.nextIds(16));
-  const c512 = { ...(await engineRun(big.engine, big.setSink, randomWorkload(1536), 512, 'random c=512 (1536 req)', big.kvBlockBytes, big.nextIds(1536))), concurrency: 512, ceilingTokS: 512 * stepCeiling };
-  console.log(row(c512, 512 * stepCeiling));
-  await big.engine.close();
-
+  // One more workload on an engine of its own (warmed up, run, closed), as the sidecar would open it.
+  const onFreshEngine = async (opts: Partial<EngineOptions> & { maxNumSeqs: number }, reqs: BenchRequest[], c: number, label: string) => {
+    const e = await openBenchEngine(dir, { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true }, { ...engineOpts, ...opts });
+    await engineRun(e.engine, e.setSink, randomWorkload(16, 7), 16, 'warm-up', e.kvBlockBytes, e.nextIds(16));
+    const r = { ...(await engineRun(e.engine, e.setSink, reqs, c, label, e.kvBlockBytes, e.nextIds(reqs.length))), concurrency: c, ceilingTokS: c * stepCeiling };
+    console.log(row(r, c * stepCeiling));
+    await e.engine.close();
+    return r;
+  };
+  // 4. 512 streams (the target reads "256+"): an engine sized for 512 sequences, 1,536 requests of
+  // the same random workload.
+  const c512 = await onFreshEngine({ maxNumSeqs: 512 }, randomWorkload(1536), 512, 'random c=512 (1536 req)');
   // 5. 256 streams again with --prefill-batch 16 (new prompts wait, at most 8 steps, until 16 are
   // queued while a quarter of the sequences decode, and are prefilled together): fewer, larger
   // mixed steps, a longer TTFT.
-  const pb = await openBenchEngine(
-    dir,
-    { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true },
-    { ...engineOpts, maxNumSeqs: 256, prefillBatch: 16 },
-  );
-  await engineRun(pb.engine, pb.setSink, randomWorkload(16, 7), 16, 'warm-up', pb.kvBlockBytes, pb.nextIds(16));
-  const pb16 = { ...(await engineRun(pb.engine, pb.setSink, work, 256, 'c=256 --prefill-batch 16', pb.kvBlockBytes, pb.nextIds(768))), concurrency: 256, ceilingTokS: 256 * stepCeiling };
-  console.log(row(pb16, 256 * stepCeiling));
-  await pb.engine.close();
+  const pb16 = await onFreshEngine({ maxNumSeqs: 256, prefillBatch: 16 }, work, 256, 'c=256 --prefill-batch 16');
   return {
     info,
     weightBytes,

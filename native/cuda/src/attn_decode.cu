@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(NWK * 32)
             mma(o[nn], ph, bl0, bl1);
           } else {  // two n-tiles per ldmatrix
             uint32_t vf[4];
-            ldsm_x4_trans(vf, reinterpret_cast<const bf16*>(vs) + (16 * c + lane % 16) * LDV + 8 * nn + (lane / 16) * 8);
+            ldsm_x4_trans(vf, reinterpret_cast<const bf16*>(vs) + 16 * c * LDV + 8 * nn + ldsm_rows16(lane, LDV));
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               mma(o[nn + h], ph, vf[2 * h], vf[2 * h + 1]);
@@ -595,10 +595,9 @@ __global__ void __launch_bounds__(NW * 32)
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int c = 0; c < 4; ++c) s[n][c] = s2[n][c] = 0;
-    // K's B fragments by ldmatrix, both n-tiles of a k-step in one x4: matrix m = lane / 8 is keys
-    // 8 (m / 2) .. + 7 at dims 16 kk + 8 (m % 2) .. + 7, so registers 0 / 1 are n-tile 0's (b0, b1)
-    // and 2 / 3 n-tile 1's (four LDS.32 per lane before).
-    const bf16* krow = &kst[((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8];
+    // K's B fragments by ldmatrix, both n-tiles of a k-step in one x4 (ldsm_b_pair; four LDS.32 per
+    // lane before).
+    const bf16* krow = &kst[ldsm_b_pair(lane, LD)];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       uint32_t kb[4];
@@ -632,7 +631,7 @@ __global__ void __launch_bounds__(NW * 32)
     split2<false>(s[0][2], s[0][3], ph[1], unused);
     split2<false>(s[1][0], s[1][1], ph[2], unused);
     split2<false>(s[1][2], s[1][3], ph[3], unused);
-    const bf16* vrow = &vst[(lane % 16) * LD + (lane / 16) * 8];
+    const bf16* vrow = &vst[ldsm_rows16(lane, LD)];
 #pragma unroll
     for (int n = 0; n < NO; n += 2) {  // two n-tiles per ldmatrix
       uint32_t vb[4];

@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     const int row = (w * 16 + g + 8 * i) / rep;
     qpos[i] = row < nr ? m.pos[r0 + row] : -1;
   }
-  // Where this lane's ldmatrix rows start in the warp's 16 q rows (see ldsm_x4).
-  const bf16* qrow = &qs[(w * 16 + lane % 16) * LD + (lane / 16) * 8];
+  // Where this lane's ldmatrix rows start in the warp's 16 q rows (an A fragment: ldsm_rows16).
+  const bf16* qrow = &qs[w * 16 * LD + ldsm_rows16(lane, LD)];
 
   float o[NO][4];
 #pragma unroll
@@ -195,11 +195,9 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     float s[NS][4];
 #pragma unroll
     for (int n = 0; n < NS; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
-    // K's B fragments by ldmatrix.x4, two n-tiles at a time: matrix m = lane / 8 is keys
-    // 8 (m / 2) .. + 7 of the pair at dims 16 kk + 8 (m % 2) .. + 7 (registers 0 / 1: n-tile n's
-    // (b0, b1), 2 / 3: n-tile n + 1's). Each accumulator takes its products in the same order as
-    // with one n-tile at a time.
-    const bf16* krow = &kst[(kb + (lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8];
+    // K's B fragments by ldmatrix.x4, two n-tiles at a time (ldsm_b_pair). Each accumulator takes
+    // its products in the same order as with one n-tile at a time.
+    const bf16* krow = &kst[kb * LD + ldsm_b_pair(lane, LD)];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       uint32_t qh[4], ql[4];
@@ -242,7 +240,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
       split2<QLO>(s[2 * kc16][2], s[2 * kc16][3], ph[1], pl[1]);
       split2<QLO>(s[2 * kc16 + 1][0], s[2 * kc16 + 1][1], ph[2], pl[2]);
       split2<QLO>(s[2 * kc16 + 1][2], s[2 * kc16 + 1][3], ph[3], pl[3]);
-      const bf16* vrow = &vst[(kb + kc16 * 16 + lane % 16) * LD + (lane / 16) * 8];
+      const bf16* vrow = &vst[(kb + kc16 * 16) * LD + ldsm_rows16(lane, LD)];
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {  // two n-tiles per ldmatrix (ldsm_x4_trans)
         uint32_t vf[4];

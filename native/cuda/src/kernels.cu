@@ -318,10 +318,8 @@ __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int
   }
   unsigned long long total = block_reduce(part, kred, Sum{});  // integers: any order gives the same sum
   float thr = 0.0f;
-  if (p.top_k > 0 && p.top_k < V) {
-    radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
-    thr = __uint_as_float(sel_prefix);
-  }
+  if (p.top_k > 0 && p.top_k < V)
+    thr = radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
   if (p.min_p > 0.0f) thr = fmaxf(thr, p.min_p);
   if (thr > 0.0f) {  // the weight top-k / min-p keep
     unsigned long long kept = 0;

@@ -31,17 +31,21 @@ __device__ __forceinline__ void mma(float* c, const uint32_t* a, uint32_t b0, ui
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two 8x8 bf16 matrices transposed out of shared memory: lanes 0-7 name the rows of the first,
-// 8-15 of the second; lane (g, t) gets rows 2t, 2t+1 of column g of each: the mma's b0 and b1
-// for a [key][dim] tile read as B[k = key][n = dim].
-__device__ __forceinline__ void ldsm_x2_trans(uint32_t& r0, uint32_t& r1, const bf16* row) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+// Where a lane's ldmatrix.x4 row address points in a row-major bf16 tile of row stride ld, for the
+// two x4 layouts the attention kernels use (lane's element offset from the 16-row block's start):
+// - rows16: lanes 0-15 name rows 0-15 at column 0, lanes 16-31 the same rows at column 8. With
+//   ldsm_x4: a 16x16 A fragment (a0..a3). With ldsm_x4_trans on a [key][dim] tile: the B fragments
+//   of n-tiles (dims) 0 and 1 over 16 keys.
+// - b_pair: matrix m = lane / 8 is rows 8 (m / 2) .. + 7 at columns 8 (m % 2) .. + 7. With ldsm_x4
+//   on a [key][dim] tile read as B[k = dim][n = key]: the B fragments of n-tiles (keys) 0 and 1 at
+//   one 16-dim k-step (registers 0 / 1: n-tile 0's b0 / b1, 2 / 3: n-tile 1's).
+__device__ __forceinline__ int ldsm_rows16(int lane, int ld) { return (lane % 16) * ld + (lane / 16) * 8; }
+__device__ __forceinline__ int ldsm_b_pair(int lane, int ld) {
+  return ((lane >> 4) * 8 + (lane & 7)) * ld + ((lane >> 3) & 1) * 8;
 }
 
-// Two B fragment pairs at once, for n-tiles n and n + 1 of a [key][dim] tile read as B[k = key][n = dim]:
-// lanes 0-15 name the rows of keys 0-15 at dim column 8n, lanes 16-31 the same rows at 8n + 8;
-// r0 / r1 are n-tile n's (b0, b1), r2 / r3 n-tile n + 1's.
+// Two B fragment pairs at once, for n-tiles n and n + 1 of a [key][dim] tile read as B[k = key][n = dim]
+// (row addresses: ldsm_rows16 at column 8n); r0 / r1 are n-tile n's (b0, b1), r2 / r3 n-tile n + 1's.
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t* r, const bf16* row) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -92,8 +96,9 @@ __device__ __forceinline__ float online_softmax(float (&s)[NS][4], int ii, float
   return corr;
 }
 
-// A fragment of a row-major [16][k] bf16 tile: lanes 0-15 name rows 0-15 at column 0, lanes 16-31
-// the same rows at column 8; a0..a3 as mma() wants them.
+// Four 8x8 bf16 matrices out of shared memory, lanes 8m .. 8m + 7 naming matrix m's rows: an A
+// fragment of a row-major [16][k] tile (ldsm_rows16; a0..a3 as mma() wants them), or two n-tiles'
+// B fragments (ldsm_b_pair).
 __device__ __forceinline__ void ldsm_x4(uint32_t* a, const bf16* row) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
