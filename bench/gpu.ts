@@ -20,7 +20,8 @@ const f0 = (x: number) => x.toFixed(0);
 
 function row(r: RunResult, ceiling?: number): string {
   const c = ceiling ? `  (weight-bandwidth ceiling ${f0(ceiling)} tok/s)` : '';
-  return `  ${r.label.padEnd(26)} ${f0(r.outputTokS).padStart(8)} tok/s  TTFT p50/p99 ${f1(r.ttftMs.p50)}/${f1(r.ttftMs.p99)} ms  ITL p50/p99 ${r.itlMs.p50.toFixed(2)}/${r.itlMs.p99.toFixed(2)} ms${c}`;
+  const full = r.fullTokS ? ` (${f0(r.fullTokS)} with all slots full)` : '';
+  return `  ${r.label.padEnd(26)} ${f0(r.outputTokS).padStart(8)} tok/s${full}  TTFT p50/p99 ${f1(r.ttftMs.p50)}/${f1(r.ttftMs.p99)} ms  ITL p50/p99 ${r.itlMs.p50.toFixed(2)}/${r.itlMs.p99.toFixed(2)} ms${c}`;
 }
 
 // Prefix caching off, as in bench/engine.ts: the levels of one engine reuse the same requests
@@ -91,7 +92,9 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
 
   // One more workload on an engine of its own (warmed up, run, closed), as the sidecar would open it.
   const onFreshEngine = async (opts: Partial<EngineOptions> & { maxNumSeqs: number }, reqs: BenchRequest[], c: number, label: string) => {
-    const e = await openBenchEngine(dir, { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true }, { ...engineOpts, ...opts });
+    // The model is loaded for the engine's maxNumSeqs too: its decode graphs are captured up to that
+    // many rows (loaded for 256, 512-row steps ran eagerly: 87-89k instead of 115-117k tok/s).
+    const e = await openBenchEngine(dir, { ...cuda, maxNumSeqs: opts.maxNumSeqs, gpuMemoryUtilization: 0.5, captureGraphs: true }, { ...engineOpts, ...opts });
     await engineRun(e.engine, e.setSink, randomWorkload(16, 7), 16, 'warm-up', e.kvBlockBytes, e.nextIds(16));
     const r = { ...(await engineRun(e.engine, e.setSink, reqs, c, label, e.kvBlockBytes, e.nextIds(reqs.length))), concurrency: c, ceilingTokS: c * stepCeiling };
     console.log(row(r, c * stepCeiling));

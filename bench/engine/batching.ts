@@ -34,6 +34,12 @@ export interface RunResult {
   outputTokens: number;
   seconds: number;
   outputTokS: number;
+  /**
+   * Output tok/s while every one of the `concurrency` slots held a request: from the start until the
+   * first request that finished with the queue already empty (the drain after it runs fewer
+   * sequences per step). Reported beside outputTokS (the whole run, drain included), never instead.
+   */
+  fullTokS?: number;
   ttftMs: LatencyStats;
   itlMs: LatencyStats;
   peakKvBytes?: number;
@@ -85,6 +91,8 @@ export async function engineRun(
   let next = 0;
   let done = 0;
   let out = 0;
+  let fullOut = -1; // output tokens when the drain began (-1: not yet)
+  let fullMs = 0;
   let peakBlocks = 0;
   let peakRss = process.memoryUsage.rss();
   const pre0 = engine.stats().preemptions;
@@ -121,6 +129,10 @@ export async function engineRun(
         }
         if (o.finish) {
           done++;
+          if (next >= reqs.length && fullOut < 0 && reqs.length > concurrency) {
+            fullOut = out;
+            fullMs = now - t0;
+          }
           if (next < reqs.length) submit();
           else if (done === reqs.length) resolve();
         }
@@ -131,6 +143,7 @@ export async function engineRun(
   const seconds = (performance.now() - t0) / 1000;
   return {
     label, requests: reqs.length, outputTokens: out, seconds, outputTokS: out / seconds,
+    ...(fullOut > 0 ? { fullTokS: fullOut / (fullMs / 1000) } : {}),
     ttftMs: lat(ttft), itlMs: lat(itl), peakKvBytes: peakBlocks * kvBlockBytes,
     preemptions: engine.stats().preemptions - pre0, peakRssBytes: peakRss,
   };
