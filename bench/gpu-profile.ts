@@ -32,7 +32,7 @@ async function single(dir: string): Promise<void> {
 async function batch(dir: string): Promise<void> {
   const { engine, setSink, kvBlockBytes } = await openBenchEngine(
     dir,
-    { ...cuda, maxNumSeqs: Math.max(256, concurrency), gpuMemoryUtilization: 0.5, captureGraphs: process.env.LAZY_GRAPHS !== '1' },
+    { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: process.env.LAZY_GRAPHS !== '1' },
     { maxNumSeqs: Math.max(256, concurrency), maxNumBatchedTokens: mbt, maxModelLen: 4096, prefillBatch: Number(process.env.PB ?? 1), prefillMaxWait: Number(process.env.PMW ?? 8) },
   );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);

@@ -92,9 +92,7 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
 
   // One more workload on an engine of its own (warmed up, run, closed), as the sidecar would open it.
   const onFreshEngine = async (opts: Partial<EngineOptions> & { maxNumSeqs: number }, reqs: BenchRequest[], c: number, label: string) => {
-    // The model is loaded for the engine's maxNumSeqs too: its decode graphs are captured up to that
-    // many rows (loaded for 256, 512-row steps ran eagerly: 87-89k instead of 115-117k tok/s).
-    const e = await openBenchEngine(dir, { ...cuda, maxNumSeqs: opts.maxNumSeqs, gpuMemoryUtilization: 0.5, captureGraphs: true }, { ...engineOpts, ...opts });
+    const e = await openBenchEngine(dir, { ...cuda, gpuMemoryUtilization: 0.5, captureGraphs: true }, { ...engineOpts, ...opts });
     await engineRun(e.engine, e.setSink, randomWorkload(16, 7), 16, 'warm-up', e.kvBlockBytes, e.nextIds(16));
     const r = { ...(await engineRun(e.engine, e.setSink, reqs, c, label, e.kvBlockBytes, e.nextIds(reqs.length))), concurrency: c, ceilingTokS: c * stepCeiling };
     console.log(row(r, c * stepCeiling));
