@@ -7,7 +7,7 @@ import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
 import { loadModel, type LoadOptions } from '../src/sidecar/model/load.js';
 import { engineRun, openBenchEngine } from './engine/batching.js';
 import { tokens } from './engine/single-stream.js';
-import { randomWorkload } from './engine/workload.js';
+import { randomWorkload, sampledWorkload } from './engine/workload.js';
 
 const phase = process.argv[2] ?? 'single';
 const concurrency = Number(process.argv[3] ?? 256);
@@ -36,9 +36,9 @@ async function batch(dir: string): Promise<void> {
     { maxNumSeqs: Math.max(256, concurrency), maxNumBatchedTokens: mbt, maxModelLen: 4096, prefillBatch: Number(process.env.PB ?? 1), prefillMaxWait: Number(process.env.PMW ?? 8) },
   );
   await engineRun(engine, setSink, randomWorkload(16, 7), 16, 'warm-up', kvBlockBytes, 1);
-  // SAMPLED=1: temperature 0.8, top-p 0.95, a seed per request (drawn on the GPU), as bench/gpu.ts's sampled run.
+  // SAMPLED=1: bench/gpu.ts's sampled run (drawn on the GPU).
   const plain = randomWorkload(3 * concurrency);
-  const work = process.env.SAMPLED === '1' ? plain.map((r, i) => ({ ...r, temperature: 0.8, topP: 0.95, seed: i })) : plain;
+  const work = process.env.SAMPLED === '1' ? sampledWorkload(plain) : plain;
   const before = engine.stats();
   const r = await engineRun(engine, setSink, work, concurrency, `c=${concurrency}`, kvBlockBytes, 100);
   const after = engine.stats();

@@ -10,7 +10,7 @@ import type { EngineOptions } from '../src/sidecar/engine/native-engine.js';
 import { loadModel, type LoadOptions } from '../src/sidecar/model/load.js';
 import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
 import { tokens } from './engine/single-stream.js';
-import { articleWorkload, type BenchRequest, randomWorkload } from './engine/workload.js';
+import { articleWorkload, type BenchRequest, randomWorkload, sampledWorkload } from './engine/workload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const outDir = process.argv[2] ?? path.join(here, 'results');
@@ -84,8 +84,8 @@ async function suite(dir: string, cuda: LoadOptions, tag: string) {
     runs.push({ ...r, concurrency: c, ceilingTokS: c * stepCeiling });
     console.log(row(r, c * stepCeiling));
   }
-  // The same 256 streams sampled (temperature 0.8, top-p 0.95): drawn on the GPU, ids only cross PCIe.
-  const sampledWork = work.map((r, i) => ({ ...r, temperature: 0.8, topP: 0.95, seed: i }));
+  // The same 256 streams sampled (sampledWorkload): drawn on the GPU, ids only cross PCIe.
+  const sampledWork = sampledWorkload(work);
   const sampled = await engineRun(engine, setSink, sampledWork, 256, 'random c=256 sampled (768 req)', kvBlockBytes, nextIds(768));
   console.log(row(sampled, 256 * stepCeiling));
   await engine.close();

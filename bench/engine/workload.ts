@@ -41,6 +41,11 @@ export function randomWorkload(n: number, seed = 1): BenchRequest[] {
   return Array.from({ length: n }, (_, i) => ({ prompt: tokens(rnd(32, 512), seed * 1000 + i), maxTokens: rnd(64, 256) }));
 }
 
+/** The same requests sampled (temperature 0.8, top-p 0.95, request i seeded with i): the benchmarks' sampled runs. */
+export function sampledWorkload(reqs: BenchRequest[]): BenchRequest[] {
+  return reqs.map((r, i) => ({ ...r, temperature: 0.8, topP: 0.95, seed: i }));
+}
+
 /**
  * The llama.cpp side-by-side: one wave of the random workload's first `c` requests at concurrency c
  * (the same requests on both sides). `quick` caps new tokens at 64.
