@@ -251,25 +251,11 @@ __device__ __forceinline__ float radix_select(const float* w, int V, float lo, u
     const int sh = level < 3 ? 22 - 8 * level : 0, wd = level < 3 ? 8 : 6, top = sh + wd;
     for (int i = t; i < kSampleHists * 256; i += kSampleThreads) hist[i / 256][i % 256] = 0;
     __syncthreads();
-    // Whole tiles of kSampleThreads ids, so that every lane of a warp takes part in the match below.
-    for (int base = 0; base < V; base += kSampleThreads) {
-      const int v = base + t;
-      const float x = v < V ? w[v] : 0.0f;
+    for (int v = t; v < V; v += kSampleThreads) {
+      const float x = w[v];
       const unsigned u = __float_as_uint(x);
-      const bool in = x >= lo && x > 0.0f && (top >= 30 || (u >> top) == (prefix >> top));
-      const unsigned bin = (u >> sh) & ((1u << wd) - 1);
-      if constexpr (SUMS) {
-        // Weights under half the fixed-point unit (most of a row: x < 2^-41, logits more than ~28
-        // nats under the maximum) add 0, so they skip the atomic; those were most of the first
-        // pass's atomics, all aimed at the few bins that tiny weights share.
-        const unsigned long long add = in ? fixed_w(x) : 0ull;
-        if (add != 0) atomicAdd(&hist[grp][bin], add);
-      } else {
-        // Counts: the lanes of a warp that fall in the same bin add once, together (most of a
-        // row's weights share a few bins, where one atomic per element serialised).
-        const unsigned same = __match_any_sync(kFull, in ? bin : 0xFFFFFFFFu);
-        if (in && int(threadIdx.x % 32) == __ffs(same) - 1) atomicAdd(&hist[grp][bin], (unsigned long long)__popc(same));
-      }
+      if (x >= lo && x > 0.0f && (top >= 30 || (u >> top) == (prefix >> top)))
+        atomicAdd(&hist[grp][(u >> sh) & ((1u << wd) - 1)], SUMS ? fixed_w(x) : 1ull);
     }
     __syncthreads();
     if (t < 256) {
