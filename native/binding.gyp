@@ -29,6 +29,7 @@
       "sources": [
         "src/binding/addon.cc",
         "src/binding/engine_wrap.cc",
+        "src/binding/gemm_check.cc",
         "src/binding/load_options.cc",
         "src/binding/membw.cc",
         "src/binding/model_wrap.cc",

@@ -113,7 +113,17 @@ export interface NativeAddon {
   cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };
   /** Whether libernie_cuda.so at this path loads and sees a GPU (never throws). */
   cudaInfo(library: string): CudaProbe;
+  /** The CPU GEMM kernels against a double-precision reference on random data (tests). */
+  gemmCheck(opts: { isa: 'avx512' | 'avx2'; m: number; n: number; k: number; precise: boolean; seed: number }): GemmCheck;
   abiVersion: number;
+}
+
+export interface GemmCheck {
+  isa: string;
+  maxRelErr: number; // max |y - ref| / sum_k |x w| over the outputs
+  splitsIdentical: boolean; // 32-row tasks give the same bits as one call
+  rowsIdentical: boolean; // each row alone gives the same bits as the batch
+  unpackExact: boolean; // unpack_row returns the packed matrix's rows exactly
 }
 
 export interface CudaProbe {

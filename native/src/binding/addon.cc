@@ -1,9 +1,10 @@
-// Module entry: loadModel, formula-weight generation, CPU capability report.
+// Module entry: loadModel, formula-weight generation, CPU capability report, GEMM self-check.
 #include <napi.h>
 
 #include <thread>
 
 #include "binding/engine_wrap.h"
+#include "binding/gemm_check.h"
 #include "binding/model_wrap.h"
 #include "cpu/kernels.h"
 #include "formula/formula.h"
@@ -80,6 +81,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("formulaTensor", Napi::Function::New(env, FormulaTensor));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
+  exports.Set("gemmCheck", Napi::Function::New(env, GemmCheck));
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

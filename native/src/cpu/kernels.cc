@@ -9,33 +9,24 @@ namespace avx2 { extern const Kernels kKernels; }
 
 void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;
+  auto at = [&](const bf16_t* s, int c) { return c < k ? s[c] : bf16_t(0); };
   for (int r = row_begin; r < row_end; ++r) {
     const bf16_t* s = src + size_t(r) * k;
-    if (r < full) {
-      bf16_t* g = dst + size_t(r / kPackRows) * kPackRows * kp + size_t(r % kPackRows) * kPackK;
-      for (int kb = 0; kb < kp; kb += kPackK) {
-        bf16_t* d = g + size_t(kb) * kPackRows;
-        const int len = std::min(kPackK, k - kb);
-        std::memcpy(d, s + kb, sizeof(bf16_t) * size_t(std::max(len, 0)));
-        for (int j = std::max(len, 0); j < kPackK; ++j) d[j] = 0;
+    if (r < full) {  // pair p of row r at block + p * 64 + (r % 32) * 2 (packed_index, unrolled)
+      bf16_t* d = dst + packed_index(n, k, r, 0);
+      for (int p = 0; p < kp / 2; ++p) {
+        d[size_t(p) * 2 * kPackRows] = at(s, 2 * p);
+        d[size_t(p) * 2 * kPackRows + 1] = at(s, 2 * p + 1);
       }
     } else {
       bf16_t* d = dst + size_t(r) * kp;
-      std::memcpy(d, s, sizeof(bf16_t) * size_t(k));
-      for (int j = k; j < kp; ++j) d[j] = 0;
+      for (int c = 0; c < kp; ++c) d[c] = at(s, c);
     }
   }
 }
 
 void unpack_row(const bf16_t* packed, int n, int k, int r, float* out) {
-  const int kp = pad_k(k), full = n / kPackRows * kPackRows;
-  if (r < full) {
-    const bf16_t* g = packed + size_t(r / kPackRows) * kPackRows * kp + size_t(r % kPackRows) * kPackK;
-    for (int kk = 0; kk < k; ++kk) out[kk] = bf16_to_f32(g[size_t(kk / kPackK) * kPackRows * kPackK + kk % kPackK]);
-  } else {
-    const bf16_t* d = packed + size_t(r) * kp;
-    for (int kk = 0; kk < k; ++kk) out[kk] = bf16_to_f32(d[kk]);
-  }
+  for (int c = 0; c < k; ++c) out[c] = bf16_to_f32(packed[packed_index(n, k, r, c)]);
 }
 
 const Kernels* select_kernels(const std::string& force) {

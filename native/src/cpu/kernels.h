@@ -20,17 +20,31 @@ struct Act {
   bool precise = true;
 };
 
-// Packed weight layout ("P4x32"), made once at load: rows are taken in groups of 4; group g holds,
-// for each 32-wide k-block kb, its 4 rows' 32 bf16 values back to back (4 x 64 bytes). Rows past
-// the last full group are stored plainly after the groups. Every row is zero-padded to Kp
-// (a multiple of 32). A GEMM then reads each weight group as one sequential stream with no tails.
-constexpr int kPackRows = 4;
+// Packed weight layout ("V32"), made once at load, for GEMMs in broadcast form: rows (outputs)
+// are taken in blocks of 32; block b holds, for each k-pair p (k = 2p, 2p + 1), its 32 rows' pairs
+// back to back: [row 0: w[k], w[k+1] | row 1: ... | row 31], 64 bf16 = 128 bytes per pair, Kp / 2
+// pairs. That is the operand order of AVX512-BF16's vdpbf16ps (each 32-bit lane one bf16 pair) for
+// two vectors of 16 outputs. Rows past the last full block are stored plainly after the blocks.
+// Every row is zero-padded to Kp (a multiple of 32). A GEMM reads each block as one sequential
+// stream with no tails, and each output lane accumulates its own k-pairs in order (no horizontal
+// sums).
+// NOTE: the layout before (P4x32: 4 rows per group, 32-wide k-blocks, dot-product form with a
+// horizontal sum per output) ran the 64-row decode GEMMs at ~62% of the machine's vdpbf16ps peak and
+// 512-row prefill GEMMs at ~63%; V32 with 12 x 32 output tiles: ~76% and ~87% (the same 2-core
+// machine, .cache/dev-style A/B recorded in kernels_avx512.cc).
+constexpr int kPackRows = 32;
 constexpr int kPackK = 32;
 inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
 inline size_t packed_elems(int n, int k) { return size_t(n) * size_t(pad_k(k)); }
 void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end);
 // Row r of a packed [n, k] matrix, widened to fp32 (embedding lookups from a tied lm_head).
 void unpack_row(const bf16_t* packed, int n, int k, int r, float* out);
+// Element (r, c) of a packed [n, k] matrix (c < pad_k(k)).
+inline size_t packed_index(int n, int k, int r, int c) {
+  const int kp = pad_k(k), full = n / kPackRows * kPackRows;
+  if (r >= full) return size_t(r) * size_t(kp) + size_t(c);
+  return size_t(r / kPackRows) * kPackRows * size_t(kp) + size_t(c / 2) * 2 * kPackRows + size_t(r % kPackRows) * 2 + size_t(c % 2);
+}
 
 struct AttnSeq {
   const float* q;              // [n_tokens, num_heads*head_dim], RoPE applied
@@ -67,7 +81,7 @@ struct Kernels {
   // Prepares rows [m0, m1) of x [M, K] (row stride ldx) into a (act.data sized by act_bytes).
   void (*prepare_act)(const float* x, int ldx, const Act& a, int m0, int m1);
   // y[m, n] = sum_k x[m, k] * w[n, k] for all m < M and n in [n0, n1); w is bf16 [N, K] packed
-  // (P4x32); n0 is a multiple of 4.
+  // (V32); n0 is a multiple of 32 (kPackRows), n1 too unless it is N.
   // Every output is computed by the same instruction sequence whatever M, n0, n1 are, so results
   // are bit-identical however a batch is composed or split across threads.
   void (*gemm)(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);

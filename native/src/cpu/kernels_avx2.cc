@@ -16,30 +16,38 @@ inline __m256 widen(const bf16_t* p) {
 
 inline float hsum(__m256 v) { return reduce_add(VF{v}); }
 
-// MB (<= 2) rows of x times one packed group of 4 weight rows over the padded K (16 ymm
-// registers: 8 accumulators, 4 weight vectors, the x vector).
+// MB (<= 2) rows of x times one V32 block (32 weight rows) over the padded K: y[i][0..32).
+// Per k-pair each 8-lane slice of the block's pairs is split into its k and k + 1 weights (a lane's
+// low half shifted up is w[k] as an fp32, exactly; the lane with its low half cleared is w[k + 1]),
+// and each row's x[k], x[k + 1] are broadcast: 2 FMAs per row and slice. 16 ymm
+// registers: 8 accumulators, 4 broadcasts, the slice and its two halves.
 template <int MB>
-inline void kern4(const float* x, int Kp, const bf16_t* wg, float* y, int ldy) {
+inline void kern32(const float* x, int Kp, const bf16_t* wb, float* y, int ldy) {
   __m256 acc[MB][4];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int k = 0; k < Kp; k += kPackK) {
-    const bf16_t* wb = wg + size_t(k) * 4;
-    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 32), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 64), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 96), _MM_HINT_T0);
-    for (int s = 0; s < kPackK; s += 8) {
-      __m256 b[4];
-      for (int j = 0; j < 4; ++j) b[j] = widen(wb + 32 * j + s);
+  const __m256i hi_mask = _mm256_set1_epi32(int(0xFFFF0000u));
+  for (int p = 0; p < Kp / 2; ++p) {
+    const bf16_t* w = wb + size_t(p) * 2 * kPackRows;
+    _mm_prefetch(reinterpret_cast<const char*>(w + 1024), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + 1024 + 32), _MM_HINT_T0);
+    __m256 xe[MB], xo[MB];
+    for (int i = 0; i < MB; ++i) {
+      xe[i] = _mm256_broadcast_ss(x + size_t(i) * Kp + 2 * p);
+      xo[i] = _mm256_broadcast_ss(x + size_t(i) * Kp + 2 * p + 1);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 * j));
+      const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
       for (int i = 0; i < MB; ++i) {
-        __m256 a = _mm256_loadu_ps(x + size_t(i) * Kp + k + s);
-        for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_fmadd_ps(a, b[j], acc[i][j]);
+        acc[i][j] = _mm256_fmadd_ps(xe[i], we, acc[i][j]);
+        acc[i][j] = _mm256_fmadd_ps(xo[i], wo, acc[i][j]);
       }
     }
   }
   for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < 4; ++j) y[size_t(i) * ldy + j] = hsum(acc[i][j]);
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(y + size_t(i) * ldy + 8 * j, acc[i][j]);
 }
 
 inline float kern1(const float* x, const bf16_t* w, int Kp) {
@@ -62,13 +70,15 @@ void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
 void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
   const int M = a.M, Kp = a.Kp;
   const float* x = static_cast<const float*>(a.data);
-  const int full = N / 4 * 4;
-  const int g0 = n0 / 4, g1 = std::min(n1, full) / 4;
+  const int full = N / kPackRows * kPackRows;
+  const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
   int m = 0;
   for (; m + 2 <= M; m += 2)
-    for (int g = g0; g < g1; ++g) kern4<2>(x + size_t(m) * Kp, Kp, w + size_t(g) * 4 * Kp, y + size_t(m) * ldy + 4 * g, ldy);
+    for (int b = b0; b < b1; ++b)
+      kern32<2>(x + size_t(m) * Kp, Kp, w + size_t(b) * kPackRows * Kp, y + size_t(m) * ldy + kPackRows * b, ldy);
   if (m < M)
-    for (int g = g0; g < g1; ++g) kern4<1>(x + size_t(m) * Kp, Kp, w + size_t(g) * 4 * Kp, y + size_t(m) * ldy + 4 * g, ldy);
+    for (int b = b0; b < b1; ++b)
+      kern32<1>(x + size_t(m) * Kp, Kp, w + size_t(b) * kPackRows * Kp, y + size_t(m) * ldy + kPackRows * b, ldy);
   for (int n = std::max(n0, full); n < n1; ++n)
     for (int mm = 0; mm < M; ++mm) y[size_t(mm) * ldy + n] = kern1(x + size_t(mm) * Kp, w + size_t(n) * Kp, Kp);
 }

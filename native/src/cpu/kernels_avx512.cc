@@ -16,46 +16,42 @@ inline __m512 dp(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
 }
 
-// [sum(a), sum(b), sum(c), sum(d)]; one fixed shuffle tree, used for every output.
-inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-  __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-  // lanes: [a 0-3 | b 0-3 | c 0-3 | d 0-3] after folding the 256-bit halves
-  __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4E));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xB1));
-  __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, s));
-}
-
-// MB rows of x times one packed group of 4 weight rows over the full (padded) K.
-// hi/lo: activation planes, row stride Kp; wg: the group, Kp/32 blocks of 4 x 32 bf16.
+// MB rows of x times one V32 block (32 weight rows) over the full padded K: y[i][0..32).
+// hi/lo: activation planes, row stride Kp bf16 (read as Kp / 2 bf16 pairs); wb: the block, Kp / 2
+// pairs of 2 x 16 lanes. Per pair: the block's two vectors are loaded once and each row's pair is
+// broadcast to all lanes (embedded broadcast), 2 vdpbf16ps per row and plane.
+// Registers: 2 x MB accumulators + 2 weight vectors (+ the broadcasts, folded into the dps).
 template <int MB, bool PRECISE>
-inline void kern4(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* wg, float* y, int ldy) {
-  __m512 acc[MB][4];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int k = 0; k < Kp; k += 32) {
-    const bf16_t* wb = wg + size_t(k) * 4;
-    __m512i b[4];
-    for (int j = 0; j < 4; ++j) {
-      b[j] = _mm512_loadu_si512(wb + 32 * j);
-      // One sequential stream: fetch 2 KiB ahead (decode is bound by this stream).
-      _mm_prefetch(reinterpret_cast<const char*>(wb + 1024 + 32 * j), _MM_HINT_T0);
-    }
+inline void kern32(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* wb, float* y, int ldy) {
+  __m512 acc[MB][2];
+  for (int i = 0; i < MB; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const uint32_t* h32 = reinterpret_cast<const uint32_t*>(hi);
+  const uint32_t* l32 = reinterpret_cast<const uint32_t*>(lo);
+  const size_t ld = size_t(Kp) / 2;
+  for (int p = 0; p < Kp / 2; ++p) {
+    const bf16_t* w = wb + size_t(p) * 2 * kPackRows;
+    const __m512i b0 = _mm512_loadu_si512(w), b1 = _mm512_loadu_si512(w + 32);
+    // One sequential stream: fetch 2 KiB (16 pairs) ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(w + 1024), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + 1024 + 32), _MM_HINT_T0);
     for (int i = 0; i < MB; ++i) {
-      __m512i a = _mm512_loadu_si512(hi + size_t(i) * Kp + k);
-      for (int j = 0; j < 4; ++j) acc[i][j] = dp(acc[i][j], a, b[j]);
+      const __m512i a = _mm512_set1_epi32(int(h32[size_t(i) * ld + size_t(p)]));
+      acc[i][0] = dp(acc[i][0], a, b0);
+      acc[i][1] = dp(acc[i][1], a, b1);
       if constexpr (PRECISE) {
-        __m512i l = _mm512_loadu_si512(lo + size_t(i) * Kp + k);
-        for (int j = 0; j < 4; ++j) acc[i][j] = dp(acc[i][j], l, b[j]);
+        const __m512i l = _mm512_set1_epi32(int(l32[size_t(i) * ld + size_t(p)]));
+        acc[i][0] = dp(acc[i][0], l, b0);
+        acc[i][1] = dp(acc[i][1], l, b1);
       }
     }
   }
-  for (int i = 0; i < MB; ++i) _mm_storeu_ps(y + size_t(i) * ldy, hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+  for (int i = 0; i < MB; ++i) {
+    _mm512_storeu_ps(y + size_t(i) * ldy, acc[i][0]);
+    _mm512_storeu_ps(y + size_t(i) * ldy + 16, acc[i][1]);
+  }
 }
 
-// One plain (unpacked, Kp-padded) weight row: the N % 4 tail.
+// One plain (Kp-padded) weight row: the N % 32 tail.
 template <bool PRECISE>
 inline float kern1(const bf16_t* hi, const bf16_t* lo, const bf16_t* w, int Kp) {
   __m512 acc = _mm512_setzero_ps();
@@ -68,9 +64,10 @@ inline float kern1(const bf16_t* hi, const bf16_t* lo, const bf16_t* w, int Kp) 
 }
 
 template <int MB, bool PRECISE>
-inline void rows_times_groups(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* w, int g0, int g1, float* y,
+inline void rows_times_blocks(const bf16_t* hi, const bf16_t* lo, int Kp, const bf16_t* w, int b0, int b1, float* y,
                               int ldy) {
-  for (int g = g0; g < g1; ++g) kern4<MB, PRECISE>(hi, lo, Kp, w + size_t(g) * 4 * Kp, y + 4 * g, ldy);
+  for (int b = b0; b < b1; ++b)
+    kern32<MB, PRECISE>(hi, lo, Kp, w + size_t(b) * kPackRows * Kp, y + size_t(b) * kPackRows, ldy);
 }
 
 template <bool PRECISE>
@@ -78,33 +75,37 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   const int M = a.M, Kp = a.Kp;
   const bf16_t* hi = static_cast<const bf16_t*>(a.data);
   const bf16_t* lo = hi + size_t(M) * Kp;
-  const int full = N / 4 * 4;
-  const int g0 = n0 / 4, g1 = std::min(n1, full) / 4;
-  // Loop order: MB activation rows (4 x hi + lo, or 6 x hi: 16 / 12 KiB at K = 1024) stay in L1
-  // while this task's weight groups stream past them from L2; halves L2 traffic against the
-  // opposite order.
-  // NOTE: 6 rows (24 accumulators) without the lo plane: one weight load feeds 6 dot products
-  // instead of 4; measured 298 -> 332 GFLOP/s on one core (K = 1024, 128 weight rows). The precise
-  // kernel takes 5 rows (20 accumulators + 4 weights + hi and lo: 26 registers; 10 dot products per
-  // weight load): 512-token prefill GEMM time 850-871 -> 819-838 ms against 4 rows (three runs
-  // each), 32-row decode steps unchanged; 6 (24 + 4 + 2 registers) measured no faster than 4.
-  // Also measured: weight groups blocked by ~384 KiB so each block stays in L2 while every row
-  // block passes (weights from L3 / DRAM once per GEMM instead of once per MB rows): 64-row decode
-  // GEMMs 64.3 vs 64.7 ms per step, the LM head 26.2 vs 29.1 ms, 512-token prefill within the noise
-  // (three pairs each); bit-identical, not kept: the GEMMs run at ~57% of dot_peak either way.
-  constexpr int MB = PRECISE ? 5 : 6;
+  const int full = N / kPackRows * kPackRows;
+  const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
+  // Loop order: MB activation rows stay in L1 while this task's weight blocks stream past them
+  // from L2 (a task's 128 rows: 256 KiB at K = 1024).
+  // NOTE: 12 rows x 32 outputs (24 accumulators) with bf16 activations: one weight vector feeds 12
+  // dot products, one broadcast 2. The precise kernel takes 8 rows (both planes: 32 KiB of
+  // activations at K = 1024 stay in L1 beside the weight stream): 512-token prefill GEMMs 768-793
+  // ms with 8, 787-809 with 10, 882-893 with 6, 973 with 12, 1,104 with 4.
+  // Against the P4x32 dot-product kernel (6 rows x 4 weight rows, a horizontal sum per output), on
+  // this 2-core Zen 5, the same code otherwise, interleaved runs (.cache/dev cpudec / cpupre):
+  //   64-row decode step, bf16:    GEMMs 68 -> 58-60 ms, LM head 30 -> 22-24 ms
+  //   64-row decode step, precise: GEMMs 117-118 -> 101-104 ms, LM head 46-48 -> 40-41 ms
+  //   16-row decode step, bf16:    52-54 -> 42-43 ms per step
+  //   512-token prefill, bf16:     GEMMs 551-564 -> 427-461 ms
+  //   512-token prefill, precise:  GEMMs 965-989 -> 768-793 ms
+  //   single stream, precise:      20.7 -> 18.8 ms per token
+  // Standalone (weights DRAM-resident, both cores): 64-row GEMMs 262 -> 315 GFLOP/s per thread,
+  // 512 rows 263 -> 359, of a 415 peak.
+  constexpr int MB = PRECISE ? 8 : 12;
   int m = 0;
   for (; m + MB <= M; m += MB)
-    rows_times_groups<MB, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, g0, g1, y + size_t(m) * ldy, ldy);
+    rows_times_blocks<MB, PRECISE>(hi + size_t(m) * Kp, lo + size_t(m) * Kp, Kp, w, b0, b1, y + size_t(m) * ldy, ldy);
   const bf16_t* h = hi + size_t(m) * Kp;
   const bf16_t* l = lo + size_t(m) * Kp;
   float* yy = y + size_t(m) * ldy;
   switch (M - m) {
-    case 5: rows_times_groups<5, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
-    case 4: rows_times_groups<4, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
-    case 3: rows_times_groups<3, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
-    case 2: rows_times_groups<2, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
-    case 1: rows_times_groups<1, PRECISE>(h, l, Kp, w, g0, g1, yy, ldy); break;
+#define EE_TAIL(R) \
+  case R: rows_times_blocks<R, PRECISE>(h, l, Kp, w, b0, b1, yy, ldy); break;
+    EE_TAIL(11) EE_TAIL(10) EE_TAIL(9) EE_TAIL(8) EE_TAIL(7) EE_TAIL(6)
+    EE_TAIL(5) EE_TAIL(4) EE_TAIL(3) EE_TAIL(2) EE_TAIL(1)
+#undef EE_TAIL
     default: break;
   }
   for (int n = std::max(n0, full); n < n1; ++n)

@@ -24,6 +24,7 @@ inline void lap(Clock::time_point& t, double& acc) {
 // for a 512-token prefill (bf16) 16 rows per task were slower (647-680 against 575-633 ms) and 32
 // the same (608-621 ms): the GEMM is not bound by streaming weights from L2.
 constexpr int kGemmRowsPerTask = 128;
+static_assert(kGemmRowsPerTask % cpu::kPackRows == 0, "GEMM tasks start on packed-block boundaries");
 constexpr int kAttnTokensPerTask = 8; // query tokens per attention task in prefill
 }  // namespace
 
@@ -48,7 +49,7 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   if (act_.size() < need) act_.resize(need);
   a.data = act_.data();
   rows(T, 16, [&](int m0, int m1) { k_->prepare_act(x, K, a, m0, m1); });
-  // Tasks: fixed 64-row slices of every weight matrix, handed out dynamically.
+  // Tasks: fixed kGemmRowsPerTask-row slices of every weight matrix, handed out dynamically.
   std::vector<std::pair<const MatOut*, int>> tasks;
   for (const MatOut& o : outs)
     for (int n = 0; n < o.n; n += kGemmRowsPerTask) tasks.emplace_back(&o, n);

@@ -1,7 +1,7 @@
 // The model's tensors, resolved by checkpoint name and checked against the config.
 //
 // Matrices ([out_features, in_features] in the checkpoint, HF layout) are converted to bf16 if
-// needed and repacked once into the kernels' P4x32 layout (cpu/kernels.h) in owned huge-page
+// needed and repacked once into the kernels' V32 layout (cpu/kernels.h) in owned huge-page
 // memory; the mapped file is only read while loading. Norm weights are kept as fp32.
 #pragma once
 #include <memory>
@@ -28,7 +28,7 @@ struct TensorSource {
 };
 
 struct LayerWeights {
-  // All matrices packed (P4x32); shapes are the checkpoint's [out, in].
+  // All matrices packed (V32); shapes are the checkpoint's [out, in].
   const bf16_t* q_proj;     // [num_heads*head_dim, hidden]
   const bf16_t* k_proj;     // [num_kv_heads*head_dim, hidden]
   const bf16_t* v_proj;     // [num_kv_heads*head_dim, hidden]
@@ -70,7 +70,7 @@ class ModelWeights {
   const float* final_norm = nullptr;     // [hidden]
   std::vector<LayerWeights> layers;
   uint64_t matrix_bytes = 0;             // bf16 bytes of all matrices as stored (lm_head once)
-  bool packed = true;                    // P4x32 (CPU kernels) or plain [out, in]
+  bool packed = true;                    // V32 (CPU kernels) or plain [out, in]
 
  private:
   std::vector<std::unique_ptr<MappedFile>> files_;  // kept mapped only while loading

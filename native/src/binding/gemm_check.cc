@@ -1,0 +1,104 @@
+#include "binding/gemm_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels.h"
+
+namespace ee {
+namespace {
+
+struct Lcg {
+  uint64_t s;
+  float next() {  // uniform in [-1, 1)
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int64_t(s >> 40) - (int64_t(1) << 23)) / float(1 << 23);
+  }
+};
+
+}  // namespace
+
+// W [n, k] bf16 and x [m, k] fp32 from `seed`; W packed as the loader packs it. Reports:
+//   maxRelErr: max over outputs of |y - ref| / sum_k |x_eff[k] w[k]|, where ref is the double sum
+//     of x_eff * w and x_eff is x as the kernel sees it (bf16 hi + lo planes when precise, bf16(x)
+//     when not, x itself on AVX2);
+//   splitsIdentical: y computed in 32-row tasks (and the N % 32 tail on its own) equals one call;
+//   rowsIdentical: each row computed alone (M = 1) equals the batched result, bit for bit;
+//   unpackExact: unpack_row returns every row of W exactly.
+Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = info[0].As<Napi::Object>();
+  const std::string isa = o.Get("isa").As<Napi::String>().Utf8Value();
+  const int M = o.Get("m").As<Napi::Number>().Int32Value(), N = o.Get("n").As<Napi::Number>().Int32Value();
+  const int K = o.Get("k").As<Napi::Number>().Int32Value();
+  const bool precise = o.Get("precise").As<Napi::Boolean>().Value();
+  const uint64_t seed = uint64_t(o.Get("seed").As<Napi::Number>().Int64Value());
+  if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 65536 || K > 16384) throw Napi::RangeError::New(env, "gemmCheck: bad shape");
+  const cpu::Kernels* kern = isa == "avx512" || isa == "avx2" ? cpu::select_kernels(isa) : nullptr;
+  if (kern == nullptr) throw Napi::Error::New(env, "gemmCheck: ISA " + isa + " not supported by this CPU");
+
+  Lcg rng{seed * 2654435761ull + 1};
+  std::vector<bf16_t> w(size_t(N) * K);
+  for (auto& v : w) v = f32_to_bf16(rng.next());
+  std::vector<float> x(size_t(M) * K);
+  for (auto& v : x) v = rng.next() * 3.0f;
+  std::vector<bf16_t> packed(cpu::packed_elems(N, K));
+  cpu::pack_matrix(w.data(), N, K, packed.data(), 0, N);
+
+  bool unpack_exact = true;
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int r = 0; r < N; ++r) {
+    cpu::unpack_row(packed.data(), N, K, r, row.data());
+    for (int c = 0; c < K; ++c) unpack_exact = unpack_exact && row[size_t(c)] == bf16_to_f32(w[size_t(r) * K + c]);
+  }
+
+  auto run = [&](const float* xs, int m, int n0, int n1, float* y) {
+    cpu::Act a;
+    a.M = m;
+    a.K = K;
+    a.Kp = cpu::pad_k(K);
+    a.precise = precise;
+    std::vector<uint8_t> buf(kern->act_bytes(m, K) + 64);
+    a.data = buf.data();
+    kern->prepare_act(xs, K, a, 0, m);
+    kern->gemm(a, packed.data(), N, n0, n1, y, N);
+  };
+  std::vector<float> whole(size_t(M) * N), split(size_t(M) * N), alone(size_t(M) * N);
+  run(x.data(), M, 0, N, whole.data());
+  const int full = N / cpu::kPackRows * cpu::kPackRows;
+  for (int n0 = 0; n0 < full; n0 += cpu::kPackRows) run(x.data(), M, n0, n0 + cpu::kPackRows, split.data());
+  if (full < N) run(x.data(), M, full, N, split.data());
+  for (int m = 0; m < M; ++m) run(x.data() + size_t(m) * K, 1, 0, N, alone.data() + size_t(m) * N);
+
+  const bool bf16_isa = std::string(kern->isa) != "avx2";
+  double max_rel = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double ref = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        const float xv = x[size_t(m) * K + k];
+        double xe = xv;
+        if (bf16_isa) {
+          const float hi = bf16_to_f32(f32_to_bf16(xv));
+          xe = precise ? double(hi) + double(bf16_to_f32(f32_to_bf16(xv - hi))) : double(hi);
+        }
+        const double wv = bf16_to_f32(w[size_t(n) * K + k]);
+        ref += xe * wv;
+        mag += std::fabs(xe * wv);
+      }
+      max_rel = std::max(max_rel, std::fabs(double(whole[size_t(m) * N + n]) - ref) / std::max(mag, 1e-30));
+    }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("isa", kern->isa);
+  out.Set("maxRelErr", max_rel);
+  out.Set("splitsIdentical", std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
+  out.Set("rowsIdentical", std::memcmp(whole.data(), alone.data(), whole.size() * sizeof(float)) == 0);
+  out.Set("unpackExact", unpack_exact);
+  return out;
+}
+
+}  // namespace ee
