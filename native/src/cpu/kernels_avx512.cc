@@ -115,7 +115,9 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
 
 size_t act_bytes(int M, int K) { return size_t(M) * size_t(pad32(K)) * 2 * sizeof(bf16_t); }
 
-void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
+// The lo plane only when precise: the bf16 kernels never read it (half the stores, no subtraction).
+template <bool PRECISE>
+void prepare_rows(const float* x, int ldx, const Act& a, int m0, int m1) {
   bf16_t* hi = static_cast<bf16_t*>(a.data);
   bf16_t* lo = hi + size_t(a.M) * a.Kp;
   for (int m = m0; m < m1; ++m) {
@@ -127,18 +129,28 @@ void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
       __m512 v = _mm512_loadu_ps(row + k);
       __m256bh hb = _mm512_cvtneps_pbh(v);
       __m256i hbi = reinterpret_cast<__m256i&>(hb);
-      __m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hbi), 16));
-      __m256bh lb = _mm512_cvtneps_pbh(_mm512_sub_ps(v, hv));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + k), hbi);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(l + k), reinterpret_cast<__m256i&>(lb));
+      if constexpr (PRECISE) {
+        __m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hbi), 16));
+        __m256bh lb = _mm512_cvtneps_pbh(_mm512_sub_ps(v, hv));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(l + k), reinterpret_cast<__m256i&>(lb));
+      }
     }
     for (; k < a.K; ++k) {
       bf16_t hh = f32_to_bf16(row[k]);
       h[k] = hh;
-      l[k] = f32_to_bf16(row[k] - ee::bf16_to_f32(hh));
+      if constexpr (PRECISE) l[k] = f32_to_bf16(row[k] - ee::bf16_to_f32(hh));
     }
-    for (; k < a.Kp; ++k) h[k] = l[k] = 0;
+    for (; k < a.Kp; ++k) {
+      h[k] = 0;
+      if constexpr (PRECISE) l[k] = 0;
+    }
   }
+}
+
+void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1) {
+  if (a.precise) prepare_rows<true>(x, ldx, a, m0, m1);
+  else prepare_rows<false>(x, ldx, a, m0, m1);
 }
 
 void gemm(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
