@@ -29,9 +29,9 @@ struct Act {
 // stream with no tails, and each output lane accumulates its own k-pairs in order (no horizontal
 // sums).
 // NOTE: the layout before (P4x32: 4 rows per group, 32-wide k-blocks, dot-product form with a
-// horizontal sum per output) ran the 64-row decode GEMMs at ~62% of the machine's vdpbf16ps peak and
-// 512-row prefill GEMMs at ~63%; V32 with 12 x 32 output tiles: ~76% and ~87% (the same 2-core
-// machine, .cache/dev-style A/B recorded in kernels_avx512.cc).
+// horizontal sum per output) ran 64-row GEMMs at ~63% of the machine's vdpbf16ps peak and 512-row
+// ones at ~63%; V32 with 12 x 32 output tiles: ~76% and ~87% (weights DRAM-resident, both cores;
+// the engine-level figures are in kernels_avx512.cc's gemm_impl).
 constexpr int kPackRows = 32;
 constexpr int kPackK = 32;
 inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
