@@ -28,7 +28,7 @@ struct Lcg {
 //     when not, x itself on AVX2);
 //   splitsIdentical: y computed in 32-row tasks (and the N % 32 tail on its own) equals one call;
 //   rowsIdentical: each row computed alone (M = 1) equals the batched result, bit for bit;
-//   unpackExact: unpack_row returns every row of W exactly.
+//   unpackExact: unpack_row returns every row of W exactly (W packed in two row ranges).
 Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = info[0].As<Napi::Object>();
@@ -47,7 +47,10 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   std::vector<float> x(size_t(M) * K);
   for (auto& v : x) v = rng.next() * 3.0f;
   std::vector<bf16_t> packed(cpu::packed_elems(N, K));
-  cpu::pack_matrix(w.data(), N, K, packed.data(), 0, N);
+  // In two row ranges split at N / 2, as the loader's two packing threads do (mid-block when
+  // N / 2 is not a multiple of 32).
+  cpu::pack_matrix(w.data(), N, K, packed.data(), 0, N / 2);
+  cpu::pack_matrix(w.data(), N, K, packed.data(), N / 2, N);
 
   bool unpack_exact = true;
   std::vector<float> row(static_cast<size_t>(K));

@@ -10,18 +10,25 @@ namespace avx2 { extern const Kernels kKernels; }
 void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;
   auto at = [&](const bf16_t* s, int c) { return c < k ? s[c] : bf16_t(0); };
-  for (int r = row_begin; r < row_end; ++r) {
-    const bf16_t* s = src + size_t(r) * k;
-    if (r < full) {  // pair p of row r at block + p * 64 + (r % 32) * 2 (packed_index, unrolled)
-      bf16_t* d = dst + packed_index(n, k, r, 0);
-      for (int p = 0; p < kp / 2; ++p) {
-        d[size_t(p) * 2 * kPackRows] = at(s, 2 * p);
-        d[size_t(p) * 2 * kPackRows + 1] = at(s, 2 * p + 1);
+  // Full blocks: pair by pair across the block's rows in range, so the writes run sequentially
+  // (128 bytes per pair) and the 32 source rows are read 4 bytes at a time each.
+  for (int r0 = row_begin; r0 < std::min(row_end, full);) {
+    const int r1 = std::min({row_end, full, (r0 / kPackRows + 1) * kPackRows});
+    bf16_t* block = dst + size_t(r0 / kPackRows) * kPackRows * size_t(kp);
+    for (int p = 0; p < kp / 2; ++p) {
+      bf16_t* d = block + size_t(p) * 2 * kPackRows;
+      for (int r = r0; r < r1; ++r) {
+        const bf16_t* s = src + size_t(r) * k;
+        d[(r % kPackRows) * 2] = at(s, 2 * p);
+        d[(r % kPackRows) * 2 + 1] = at(s, 2 * p + 1);
       }
-    } else {
-      bf16_t* d = dst + size_t(r) * kp;
-      for (int c = 0; c < kp; ++c) d[c] = at(s, c);
     }
+    r0 = r1;
+  }
+  for (int r = std::max(row_begin, full); r < row_end; ++r) {  // the plain rows after the blocks
+    const bf16_t* s = src + size_t(r) * k;
+    bf16_t* d = dst + size_t(r) * kp;
+    for (int c = 0; c < kp; ++c) d[c] = at(s, c);
   }
 }
 
