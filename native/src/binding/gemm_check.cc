@@ -8,19 +8,9 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "engine/rng.h"
 
 namespace ee {
-namespace {
-
-struct Lcg {
-  uint64_t s;
-  float next() {  // uniform in [-1, 1)
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return float(int64_t(s >> 40) - (int64_t(1) << 23)) / float(1 << 23);
-  }
-};
-
-}  // namespace
 
 // W [n, k] bf16 and x [m, k] fp32 from `seed`; W packed as the loader packs it. Reports:
 //   maxRelErr: max over outputs of |y - ref| / sum_k |x_eff[k] w[k]|, where ref is the double sum
@@ -41,11 +31,12 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   const cpu::Kernels* kern = isa == "avx512" || isa == "avx2" ? cpu::select_kernels(isa) : nullptr;
   if (kern == nullptr) throw Napi::Error::New(env, "gemmCheck: ISA " + isa + " not supported by this CPU");
 
-  Lcg rng{seed * 2654435761ull + 1};
+  Rng rng(seed);
+  auto next = [&rng] { return float(rng.uniform() * 2.0 - 1.0); };  // uniform in [-1, 1)
   std::vector<bf16_t> w(size_t(N) * K);
-  for (auto& v : w) v = f32_to_bf16(rng.next());
+  for (auto& v : w) v = f32_to_bf16(next());
   std::vector<float> x(size_t(M) * K);
-  for (auto& v : x) v = rng.next() * 3.0f;
+  for (auto& v : x) v = next() * 3.0f;
   std::vector<bf16_t> packed(cpu::packed_elems(N, K));
   // In two row ranges split at N / 2, as the loader's two packing threads do (mid-block when
   // N / 2 is not a multiple of 32).
@@ -77,21 +68,21 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   if (full < N) run(x.data(), M, full, N, split.data());
   for (int m = 0; m < M; ++m) run(x.data() + size_t(m) * K, 1, 0, N, alone.data() + size_t(m) * N);
 
+  // x as the kernel sees it, once per element.
   const bool bf16_isa = std::string(kern->isa) != "avx2";
+  std::vector<double> xe(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float hi = bf16_to_f32(f32_to_bf16(x[i]));
+    xe[i] = !bf16_isa ? double(x[i]) : precise ? double(hi) + double(bf16_to_f32(f32_to_bf16(x[i] - hi))) : double(hi);
+  }
   double max_rel = 0;
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double ref = 0, mag = 0;
       for (int k = 0; k < K; ++k) {
-        const float xv = x[size_t(m) * K + k];
-        double xe = xv;
-        if (bf16_isa) {
-          const float hi = bf16_to_f32(f32_to_bf16(xv));
-          xe = precise ? double(hi) + double(bf16_to_f32(f32_to_bf16(xv - hi))) : double(hi);
-        }
-        const double wv = bf16_to_f32(w[size_t(n) * K + k]);
-        ref += xe * wv;
-        mag += std::fabs(xe * wv);
+        const double p = xe[size_t(m) * K + k] * double(bf16_to_f32(w[size_t(n) * K + k]));
+        ref += p;
+        mag += std::fabs(p);
       }
       max_rel = std::max(max_rel, std::fabs(double(whole[size_t(m) * N + n]) - ref) / std::max(mag, 1e-30));
     }

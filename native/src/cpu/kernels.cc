@@ -1,7 +1,6 @@
 #include "cpu/kernels.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace ee::cpu {
 namespace avx512 { extern const Kernels kKernels; }
@@ -14,7 +13,7 @@ void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, in
   // (128 bytes per pair) and the 32 source rows are read 4 bytes at a time each.
   for (int r0 = row_begin; r0 < std::min(row_end, full);) {
     const int r1 = std::min({row_end, full, (r0 / kPackRows + 1) * kPackRows});
-    bf16_t* block = dst + size_t(r0 / kPackRows) * kPackRows * size_t(kp);
+    bf16_t* block = dst + packed_index(n, k, r0 / kPackRows * kPackRows, 0);
     for (int p = 0; p < kp / 2; ++p) {
       bf16_t* d = block + size_t(p) * 2 * kPackRows;
       for (int r = r0; r < r1; ++r) {

@@ -28,10 +28,8 @@ struct Act {
 // Every row is zero-padded to Kp (a multiple of 32). A GEMM reads each block as one sequential
 // stream with no tails, and each output lane accumulates its own k-pairs in order (no horizontal
 // sums).
-// NOTE: the layout before (P4x32: 4 rows per group, 32-wide k-blocks, dot-product form with a
-// horizontal sum per output) ran 64-row GEMMs at ~63% of the machine's vdpbf16ps peak and 512-row
-// ones at ~63%; V32 with 12 x 32 output tiles: ~76% and ~87% (weights DRAM-resident, both cores;
-// the engine-level figures are in kernels_avx512.cc's gemm_impl).
+// NOTE: it replaced P4x32 (4 rows per group, 32-wide k-blocks, dot-product form with a horizontal
+// sum per output); the measured difference is in kernels_avx512.cc's gemm_impl.
 constexpr int kPackRows = 32;
 constexpr int kPackK = 32;
 inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
