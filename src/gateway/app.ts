@@ -32,8 +32,6 @@ export interface CreateAppOptions {
   servedModelName?: string;
   /** Request body limit, enforced while reading. Default 4 MiB. */
   maxBodyBytes?: number;
-  /** Largest accepted `n`. Default 16. */
-  maxN?: number;
   /** pino-compatible logger; default silent. */
   logger?: Logger;
   metrics?: GatewayMetrics;
@@ -63,7 +61,6 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const deps: RouteDeps = {
     engine: opts.engine,
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-    maxN: opts.maxN ?? 16,
     now,
     servedModelName: opts.servedModelName,
     metrics,

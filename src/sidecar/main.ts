@@ -9,7 +9,7 @@ import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
 import { resolveModelDir } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { defaultBatchedTokens } from './model/load.js';
+import { defaultBatchedTokens, defaultMaxModelLen } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -67,8 +67,6 @@ export interface RunningSidecar {
   /** Drains (up to drainMs), stops the engine and closes the sockets. */
   close(drainMs: number): Promise<void>;
 }
-
-const DEFAULT_MAX_MODEL_LEN = 8192;
 
 export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Promise<RunningSidecar> {
   const { logger } = deps;
@@ -155,7 +153,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     plan.kvBlocks = Math.floor(budget / plan.kvBlockBytes);
   }
   const cfg = plan.checkpoint.config;
-  const maxModelLen = opts.maxModelLen ?? Math.min(cfg.maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);
+  const maxModelLen = opts.maxModelLen ?? defaultMaxModelLen(cfg.maxPositionEmbeddings);
   if (maxModelLen > cfg.maxPositionEmbeddings) {
     throw new Error(`--max-model-len ${maxModelLen} exceeds the model's max_position_embeddings (${cfg.maxPositionEmbeddings})`);
   }
