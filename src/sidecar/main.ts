@@ -4,6 +4,7 @@
 
 import os from 'node:os';
 import { EngineError, type ModelInfo } from '../protocol/engine-client.js';
+import type { Logger } from '../protocol/logger.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
@@ -17,13 +18,6 @@ import { LoadingBackend } from './server/loading-backend.js';
 import { warmUp } from './server/warm-up.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
 import type { EngineOptions } from './engine/native-engine.js';
-
-/** pino-compatible (structurally the gateway's Logger). */
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export type ListenAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
 
