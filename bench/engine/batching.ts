@@ -1,7 +1,7 @@
 // The article's comparison on this machine: a naive baseline (one request at a time, no batching,
 // one contiguous KV buffer) against the engine (continuous batching, paged KV) at several
 // concurrency levels. Latencies are measured where a client would see them: at the step callback.
-import type { EngineOptions, NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
+import { ENGINE_LIMITS, type EngineOptions, type NativeEngine, type StepOutput } from '../../src/sidecar/engine/native-engine.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
 import { native, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
@@ -23,7 +23,8 @@ export async function openBenchEngine(dir: string, load: LoadOptions, opts: Part
   const sized = opts.maxNumSeqs ? { ...load, maxNumSeqs: opts.maxNumSeqs } : load;
   const { kvBlockBytes, ...lo } = nativeLoadOptions(await readCheckpoint(dir), sized);
   let sink: (o: StepOutput[]) => void = () => {};
-  const engine = await native().createEngine(lo, opts, (o) => sink(o));
+  // maxModelLen absent: the loaded model's (nativeLoadOptions' default), as the sidecar passes both the same.
+  const engine = await native().createEngine(lo, { maxModelLen: lo.maxModelLen!, ...ENGINE_LIMITS, ...opts }, (o) => sink(o));
   let idBase = 1;
   return { engine, setSink: (f) => (sink = f), load: lo, kvBlockBytes, nextIds: (n) => ((idBase += n), idBase - n) };
 }

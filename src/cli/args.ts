@@ -1,7 +1,8 @@
-// Command-line parsing against the flag table (./flags.ts): `--flag value`, `--flag=value`, `--no-flag`
-// for negatable booleans, underscores as dashes (vLLM accepts both), an optional command and a
-// positional model (`serve DIR`, as `vllm serve DIR`). Unknown flags and bad values are UsageErrors
-// with a message meant for a person; nothing here exits the process.
+// Command-line parsing against a flag table (serve's: ./flags.ts; monitor's: ./monitor-args.ts):
+// `--flag value`, `--flag=value`, `--no-flag` for negatable booleans, underscores as dashes (vLLM accepts
+// both). `serve` also takes an optional command and a positional model (`serve DIR`, as `vllm serve
+// DIR`). Unknown flags and bad values are UsageErrors with a message meant for a person; nothing here
+// exits the process.
 
 import { FLAGS, type FlagSpec } from './flags.js';
 
@@ -11,35 +12,55 @@ export class UsageError extends Error {
 
 export type FlagValue = string | number | boolean | string[];
 
+/** What the parser reads of a flag; serve's table adds who reads it (scope) and compat notes. */
+export type ParsableFlag = Omit<FlagSpec, 'scope' | 'compat'>;
+
 export interface ParsedArgs {
   command: string;
   /** Flag name (no dashes) → value; repeatable flags are string[]. Only flags given (or from env). */
   flags: Record<string, FlagValue>;
 }
 
-const BY_NAME = new Map(FLAGS.map((f) => [f.name, f]));
-
+/** `ernie-edge [serve] [MODEL] [flags]` against serve's table. */
 export function parseArgs(argv: readonly string[], env: Record<string, string | undefined> = {}): ParsedArgs {
-  const flags: Record<string, FlagValue> = {};
   let command: string | null = null;
+  const flags = parseFlags(argv, FLAGS, env, (arg, given) => {
+    if (command === null) command = arg;
+    else if (given.model === undefined) given.model = arg;
+    else return false;
+    return true;
+  });
+  return { command: command ?? 'serve', flags };
+}
+
+/**
+ * Flags of `table` in argv. An argument that is not a flag goes to `positional`, which returns whether
+ * it took it; without one (or when it does not), it is a UsageError.
+ */
+export function parseFlags(
+  argv: readonly string[],
+  table: readonly ParsableFlag[],
+  env: Record<string, string | undefined> = {},
+  positional?: (arg: string, flags: Record<string, FlagValue>) => boolean,
+): Record<string, FlagValue> {
+  const byName = new Map(table.map((f) => [f.name, f]));
+  const flags: Record<string, FlagValue> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith('--')) {
-      if (command === null && !arg.startsWith('-')) command = arg;
-      else if (flags.model === undefined && command !== null && !arg.startsWith('-')) flags.model = arg;
-      else throw new UsageError(`unexpected argument '${arg}' (see --help)`);
+      if (arg.startsWith('-') || !positional?.(arg, flags)) throw new UsageError(`unexpected argument '${arg}' (see --help)`);
       continue;
     }
     const eq = arg.indexOf('=');
     const rawName = (eq >= 0 ? arg.slice(2, eq) : arg.slice(2)).replaceAll('_', '-');
     const inline = eq >= 0 ? arg.slice(eq + 1) : undefined;
-    let spec = BY_NAME.get(rawName);
+    let spec = byName.get(rawName);
     let negated = false;
     if (!spec && rawName.startsWith('no-')) {
-      const s = BY_NAME.get(rawName.slice(3));
+      const s = byName.get(rawName.slice(3));
       if (s?.negatable) [spec, negated] = [s, true];
     }
-    if (!spec) throw new UsageError(`unknown option --${rawName}${suggest(rawName)} (see --help)`);
+    if (!spec) throw new UsageError(`unknown option --${rawName}${suggest(rawName, table)} (see --help)`);
     if (spec.kind === 'bool') {
       if (negated && inline !== undefined) throw new UsageError(`--no-${spec.name} takes no value`);
       flags[spec.name] = negated ? false : inline === undefined ? true : parseBool(spec, inline);
@@ -55,20 +76,20 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     else if (flags[spec.name] !== undefined) throw new UsageError(`--${spec.name} was given twice`);
     else flags[spec.name] = parsed;
   }
-  for (const spec of FLAGS) {
+  for (const spec of table) {
     const v = spec.env ? env[spec.env] : undefined;
     if (flags[spec.name] === undefined && v !== undefined && v !== '') flags[spec.name] = parseValue(spec, v);
   }
-  return { command: command ?? 'serve', flags };
+  return flags;
 }
 
-function parseBool(spec: FlagSpec, v: string): boolean {
+function parseBool(spec: ParsableFlag, v: string): boolean {
   if (/^(true|1|yes)$/i.test(v)) return true;
   if (/^(false|0|no)$/i.test(v)) return false;
   throw new UsageError(`--${spec.name} expects true or false, got '${v}'`);
 }
 
-function parseValue(spec: FlagSpec, v: string): string | number | boolean {
+function parseValue(spec: ParsableFlag, v: string): string | number | boolean {
   switch (spec.kind) {
     case 'bool':
       return parseBool(spec, v);
@@ -80,7 +101,7 @@ function parseValue(spec: FlagSpec, v: string): string | number | boolean {
     }
     case 'number': {
       const n = Number(v);
-      if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${spec.name} expects a number, got '${v}'`);
+      if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${spec.name} must be a number, got '${v}'`);
       return n;
     }
     case 'bytes':
@@ -99,10 +120,10 @@ export function parseBytes(name: string, v: string): number {
 }
 
 /** " (did you mean --max-model-len?)" for a near miss. */
-function suggest(name: string): string {
+function suggest(name: string, table: readonly ParsableFlag[]): string {
   let best: string | null = null;
   let bestD = Infinity;
-  for (const f of FLAGS) {
+  for (const f of table) {
     const d = distance(name, f.name);
     if (d < bestD) [best, bestD] = [f.name, d];
   }

@@ -1,5 +1,6 @@
 // Parsed flags → the typed configuration of each role, with the checks that need more than one flag.
-// Defaults live here (and in --help), nowhere else.
+// Defaults live here (and in --help), nowhere else; the two that need the model or its device are the
+// sidecar's, resolved once those are known: defaultMaxModelLen and defaultBatchedTokens (sidecar/model/load.ts).
 
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';

@@ -2,6 +2,8 @@
 // parser, --help, and what `serve` forwards to its sidecar child. `scope` says who reads a flag:
 // 'engine' flags are forwarded to the sidecar, 'gateway' flags stay in the gateway, 'both' go to both.
 
+import { DEFAULT_MAX_MODEL_LEN } from '../sidecar/model/load.js';
+
 export type FlagKind = 'string' | 'int' | 'number' | 'bool' | 'bytes';
 
 export interface FlagSpec {
@@ -27,7 +29,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'uds', kind: 'string', scope: 'gateway', arg: 'PATH', help: 'serve HTTP on this Unix socket instead of --host/--port' },
   { name: 'api-key', kind: 'string', scope: 'gateway', arg: 'KEY', env: 'ERNIE_EDGE_API_KEY', help: 'require `Authorization: Bearer KEY` on the API routes (env ERNIE_EDGE_API_KEY)' },
   { name: 'allowed-origins', kind: 'string', scope: 'gateway', arg: 'LIST', help: "CORS origins: '*', a comma-separated list or a JSON list (default: no CORS)" },
-  { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: 'context length in tokens (default: min(max_position_embeddings, 8192))' },
+  { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: `context length in tokens (default: min(max_position_embeddings, ${DEFAULT_MAX_MODEL_LEN}))` },
   { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block (default 16)' },
   { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256)' },
   { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 512 on CPU, 2048 on CUDA)' },

@@ -21,7 +21,7 @@ async function version(): Promise<string> {
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  // `monitor` has its own small flag set (src/cli/monitor.ts); everything else is `serve`'s table.
+  // `monitor` has its own flag table (./monitor-args.ts), read by the same parser; everything else is `serve`'s.
   if (argv[0] === 'monitor') return runMonitor(argv.slice(1));
   let args, cfg;
   try {

@@ -7,68 +7,14 @@
 // Exit code: 0 when the last poll was healthy; 1 when it was not (unreachable, /ready not 200, the
 // engine not answering stats, or a threshold passed); 2 on a usage error. Never calls process.exit.
 
-import { parseArgs } from 'node:util';
+import { MONITOR_HELP, parseMonitorArgs, type MonitorOptions } from './monitor-args.js';
 import { bucketDelta, histogramBuckets, histogramQuantile, parsePromText, sumOf, type Sample } from './prom-parse.js';
-
-export interface MonitorOptions {
-  url: string;
-  intervalMs: number;
-  once: boolean;
-  /** Stop after this many polls (default: forever, or 1 with --once). */
-  count: number;
-  maxWaiting?: number;
-  /** Seconds; compared with the end-to-end latency p99. */
-  maxLatency?: number;
-  timeoutMs: number;
-}
 
 export interface Poll {
   at: number; // ms
   ready: number | null; // HTTP status of /ready; null: unreachable
   readyDetail: string;
   samples: Sample[] | null;
-}
-
-export const MONITOR_HELP = `Usage: ernie-edge monitor [--url http://127.0.0.1:8000] [--interval SECONDS] [--once]
-                          [--max-waiting N] [--max-latency SECONDS] [--count N] [--timeout SECONDS]
-  Polls /ready and /metrics and prints running, waiting, KV usage, TTFT/e2e p50/p99 and tokens/s.
-  --max-waiting N        warn when more than N requests wait (vllm:num_requests_waiting)
-  --max-latency SECONDS  warn when the end-to-end latency p99 passes this
-  --once                 poll once and exit: 0 healthy, 1 unhealthy (for probes and cron)`;
-
-export function parseMonitorArgs(argv: readonly string[]): MonitorOptions | 'help' {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      url: { type: 'string', default: 'http://127.0.0.1:8000' },
-      interval: { type: 'string', default: '2' },
-      once: { type: 'boolean', default: false },
-      count: { type: 'string' },
-      'max-waiting': { type: 'string' },
-      'max-latency': { type: 'string' },
-      timeout: { type: 'string', default: '5' },
-      help: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  if (values.help) return 'help';
-  const num = (name: string, v: string | undefined, min: number): number | undefined => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number ≥ ${min}, got '${v}'`);
-    return n;
-  };
-  const url = values.url.replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(url)) throw new Error(`--url must be http(s)://host:port, got '${values.url}'`);
-  return {
-    url,
-    intervalMs: num('interval', values.interval, 0.05)! * 1000,
-    once: values.once,
-    count: values.once ? 1 : num('count', values.count, 1) ?? Infinity,
-    maxWaiting: num('max-waiting', values['max-waiting'], 0),
-    maxLatency: num('max-latency', values['max-latency'], 0),
-    timeoutMs: num('timeout', values.timeout, 0.1)! * 1000,
-  };
 }
 
 export async function poll(url: string, timeoutMs: number): Promise<Poll> {

@@ -15,6 +15,13 @@ import { connectEngine, nextSignal, shutdownGateway, startGateway } from './gate
 import type { CliLogger } from './logger.js';
 import { tracerFromEnv } from './trace-file.js';
 
+/**
+ * How long past --drain-timeout the sidecar child may take to exit after SIGTERM before it gets SIGKILL:
+ * after draining it still stops the engine's step thread and closes its sockets. Bounds a child stuck
+ * there, so `serve` always exits.
+ */
+const SIDECAR_STOP_GRACE_MS = 5000;
+
 export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<number> {
   // Fail fast on a --model that cannot resolve, before any process or socket exists.
   if (cfg.sidecar.model) await resolveModelDir(cfg.sidecar.model);
@@ -50,7 +57,7 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
   }
   started.catch(() => undefined); // a start that failed after shutdown began is expected
   await gw.shutdown();
-  await supervisor.stop(cfg.sidecar.drainTimeoutMs + 5000);
+  await supervisor.stop(cfg.sidecar.drainTimeoutMs + SIDECAR_STOP_GRACE_MS);
   await rm(dir, { recursive: true, force: true });
   return code;
 }

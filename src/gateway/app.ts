@@ -7,13 +7,14 @@
 import { Hono, type Handler } from 'hono';
 import { cors } from 'hono/cors';
 import type { EngineClient } from '../protocol/engine-client.js';
+import { silentLogger, type Logger } from '../protocol/logger.js';
 import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
 import type { AppEnv, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
 import { GatewayMetrics } from './metrics.js';
-import { RequestRecord, silentLogger, type FinishedRequest, type Logger } from './request-record.js';
+import { RequestRecord, type FinishedRequest } from './request-record.js';
 import { chatHandler } from './routes/chat.js';
 import { completionsHandler } from './routes/completions.js';
 import { healthHandler, readyHandler } from './routes/health.js';
@@ -32,8 +33,6 @@ export interface CreateAppOptions {
   servedModelName?: string;
   /** Request body limit, enforced while reading. Default 4 MiB. */
   maxBodyBytes?: number;
-  /** Largest accepted `n`. Default 16. */
-  maxN?: number;
   /** pino-compatible logger; default silent. */
   logger?: Logger;
   metrics?: GatewayMetrics;
@@ -63,7 +62,6 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const deps: RouteDeps = {
     engine: opts.engine,
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-    maxN: opts.maxN ?? 16,
     now,
     servedModelName: opts.servedModelName,
     metrics,

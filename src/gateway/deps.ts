@@ -12,7 +12,6 @@ export type AppContext = Context<AppEnv>;
 export interface RouteDeps {
   engine: EngineClient;
   maxBodyBytes: number;
-  maxN: number;
   /** Wall clock, ms (for `created`). */
   now: () => number;
   /** The name clients use for the model; defaults to the engine's model id. */

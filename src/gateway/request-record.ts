@@ -6,14 +6,6 @@
 
 import type { TraceStage, Tracer } from '../protocol/trace.js';
 
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
-
 export interface FinishedRequest {
   id: string;
   method: string;

@@ -1,5 +1,5 @@
 // From a validated OpenAI request to the engine's SamplingParams: applies the model's generation
-// defaults and the checks that need the model (vocab size, max_model_len) or the app's limits.
+// defaults and the checks that need the model (vocab size, max_model_len).
 //
 // vLLM extras, decided: `ignore_eos`, `skip_special_tokens`, `stop_token_ids`, `top_k`, `min_p`,
 // `repetition_penalty` and `return_tokens_as_token_ids` are supported; `min_tokens` > 0 is rejected
@@ -27,12 +27,6 @@ export function streamPlan(body: Common): StreamPlan {
     includeUsage: body.stream_options?.include_usage === true,
     continuousUsage: body.stream_options?.continuous_usage_stats === true,
   };
-}
-
-export function checkN(body: Common, maxN: number): number {
-  const n = body.n ?? 1;
-  if (n > maxN) throw badRequest(`n must be at most ${maxN}, got ${n}`, 'n');
-  return n;
 }
 
 export function buildSampling(

@@ -1,18 +1,16 @@
 // Request schemas (zod). Unknown fields are stripped (ignored), like OpenAI and vLLM. Ranges follow
-// OpenAI's documented limits where it has them; checks that need the model (vocab size, max_model_len,
-// the configured max n) live in ./sampling.ts.
+// OpenAI's documented limits where it has them; the per-request limits the engine enforces too come from
+// src/protocol/limits.ts; checks that need the model (vocab size, max_model_len) live in ./sampling.ts.
 
 import { z } from 'zod';
+import { MAX_LOGPROBS, MAX_N } from '../protocol/limits.js';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const num = (min: number, max: number) => z.number().min(min).max(max);
 const opt = <T extends z.ZodType>(t: T) => t.nullish();
 
-/** A hard ceiling before the configurable maxN check, so absurd values fail fast. */
-export const MAX_N_HARD = 128;
 export const MAX_PROMPTS = 32;
 export const MAX_STOP_STRINGS = 16;
-export const MAX_TOP_LOGPROBS = 20;
 const MAX_TOKEN_ID = 2 ** 31 - 1;
 
 const streamOptions = z.object({
@@ -23,7 +21,7 @@ const streamOptions = z.object({
 /** Fields shared by /v1/chat/completions and /v1/completions. */
 const common = {
   model: opt(z.string().max(512)),
-  n: opt(int(1, MAX_N_HARD)),
+  n: opt(int(1, MAX_N)),
   temperature: opt(num(0, 2)),
   top_p: opt(z.number().gt(0).max(1)),
   top_k: opt(int(-1, MAX_TOKEN_ID)),
@@ -60,7 +58,7 @@ export const chatRequestSchema = z.object({
   messages: z.array(chatMessageSchema).min(1).max(4096),
   max_completion_tokens: opt(int(1, MAX_TOKEN_ID)),
   logprobs: opt(z.boolean()),
-  top_logprobs: opt(int(0, MAX_TOP_LOGPROBS)),
+  top_logprobs: opt(int(0, MAX_LOGPROBS)),
   tools: opt(z.array(z.unknown()).max(0, 'tools / function calling are not supported by this server')),
   tool_choice: opt(z.union([z.literal('none'), z.literal('auto')])),
   response_format: opt(z.object({ type: z.literal('text') })),
@@ -78,9 +76,9 @@ export const completionRequestSchema = z.object({
     z.array(tokenIds).min(1).max(MAX_PROMPTS),
   ]),
   echo: opt(z.boolean()),
-  logprobs: opt(int(0, MAX_TOP_LOGPROBS)),
+  logprobs: opt(int(0, MAX_LOGPROBS)),
   suffix: opt(z.string().max(0, 'suffix is not supported by this server')),
-  best_of: opt(int(1, MAX_N_HARD)),
+  best_of: opt(int(1, MAX_N)),
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 

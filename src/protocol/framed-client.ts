@@ -42,6 +42,22 @@ export interface FramedEngineClientOptions {
   tracer?: Tracer;
 }
 
+/**
+ * Reconnection when the caller gives none: up to 5 attempts, 50, 100, 200, 400 ms apart (under a second
+ * of waiting; maxDelayMs caps longer policies). NOTE: short on purpose: it rides out a dropped connection
+ * to a sidecar that is still there; when the sidecar is down or still loading, the call then fails
+ * (ENGINE_DEAD or NOT_READY: HTTP 503) and /ready keeps the load balancer away until it is back, where a
+ * longer wait would only pile requests up. Clients with other needs pass their own (adapters/workers.ts).
+ */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, initialDelayMs: 50, maxDelayMs: 2000 };
+
+/**
+ * How long a connected peer may take to answer HELLO. A sidecar answers at once, even while its model
+ * loads (it listens first and answers NOT_READY); this bounds a peer that accepted the connection and
+ * never answers (another service on the port, a stopped process), so no call waits forever.
+ */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class FramedEngineClient implements EngineClient {
@@ -55,7 +71,7 @@ export class FramedEngineClient implements EngineClient {
   connections = 0;
 
   constructor(private readonly opts: FramedEngineClientOptions) {
-    this.retry = { attempts: 5, initialDelayMs: 50, maxDelayMs: 2000, ...opts.retry };
+    this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.sleep = opts.sleep ?? defaultSleep;
   }
 
@@ -178,7 +194,7 @@ export class FramedEngineClient implements EngineClient {
   private async connectOnce(): Promise<ClientConnection> {
     const transport = await this.opts.connect();
     const conn = new ClientConnection(transport, this.opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
-    await conn.handshake(this.opts.secret, this.opts.handshakeTimeoutMs ?? 10_000);
+    await conn.handshake(this.opts.secret, this.opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS);
     return conn;
   }
 }

@@ -4,12 +4,13 @@
 
 import os from 'node:os';
 import { EngineError, type ModelInfo } from '../protocol/engine-client.js';
+import type { Logger } from '../protocol/logger.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
 import { resolveModelDir } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { defaultBatchedTokens } from './model/load.js';
+import { defaultBatchedTokens, defaultMaxModelLen } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -17,13 +18,6 @@ import { LoadingBackend } from './server/loading-backend.js';
 import { warmUp } from './server/warm-up.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
 import type { EngineOptions } from './engine/native-engine.js';
-
-/** pino-compatible (structurally the gateway's Logger). */
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export type ListenAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
 
@@ -67,8 +61,6 @@ export interface RunningSidecar {
   /** Drains (up to drainMs), stops the engine and closes the sockets. */
   close(drainMs: number): Promise<void>;
 }
-
-const DEFAULT_MAX_MODEL_LEN = 8192;
 
 export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Promise<RunningSidecar> {
   const { logger } = deps;
@@ -155,7 +147,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     plan.kvBlocks = Math.floor(budget / plan.kvBlockBytes);
   }
   const cfg = plan.checkpoint.config;
-  const maxModelLen = opts.maxModelLen ?? Math.min(cfg.maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);
+  const maxModelLen = opts.maxModelLen ?? defaultMaxModelLen(cfg.maxPositionEmbeddings);
   if (maxModelLen > cfg.maxPositionEmbeddings) {
     throw new Error(`--max-model-len ${maxModelLen} exceeds the model's max_position_embeddings (${cfg.maxPositionEmbeddings})`);
   }

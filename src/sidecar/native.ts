@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { EngineOptions, NativeEngine, StepCallback } from './engine/native-engine.js';
+import type { EngineLimits, EngineOptions, NativeEngine, StepCallback } from './engine/native-engine.js';
 
 export interface NativeConfig {
   vocabSize: number;
@@ -105,9 +105,12 @@ export interface NativeBlockPool {
   freeOrder(): number[];
 }
 
+export type NativeEngineConfig = Partial<EngineOptions> & Pick<EngineOptions, 'maxModelLen'> & EngineLimits;
+
 export interface NativeAddon {
   loadModel(opts: NativeLoadOptions): Promise<NativeModel>;
-  createEngine(load: NativeLoadOptions, engine: Partial<EngineOptions>, onStep: StepCallback): Promise<NativeEngine>;
+  /** maxModelLen and the limits are required: the native engine has no defaults for them. */
+  createEngine(load: NativeLoadOptions, engine: NativeEngineConfig, onStep: StepCallback): Promise<NativeEngine>;
   BlockPool: new (numBlocks: number) => NativeBlockPool;
   formulaTensor(name: string, numel: number, salt?: number): Promise<Buffer>;
   cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };

@@ -12,7 +12,7 @@
 // terminal's Ctrl-C reaches only the parent, which drains the gateway first and then stops the child.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Logger } from './main.js';
+import type { Logger } from '../protocol/logger.js';
 
 export interface SupervisorOptions {
   command: string; // process.execPath

@@ -1,7 +1,8 @@
 // The batching engine on the tiny ERNIE checkpoint: golden greedy tokens, batch invariance,
 // seeded sampling, chunked prefill budgets, preemption, prefix caching, forks, aborts, refusals.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Finish } from '../../src/sidecar/engine/native-engine.js';
+import { MAX_LOGPROBS, MAX_N } from '../../src/protocol/limits.js';
+import { ENGINE_LIMITS, Finish } from '../../src/sidecar/engine/native-engine.js';
 import { loadModel } from '../../src/sidecar/model/load.js';
 import { readGolden } from './helpers.js';
 import { TestEngine, TINY, randomTokens, request } from './engine-helpers.js';
@@ -159,6 +160,22 @@ describe('engine: scheduling', () => {
     expect(e.engine.submit(request({ id: 5, prompt: [1] }))).toMatch(/already in use/);
     e.engine.abort(5);
     await e.wait([5]);
+  });
+
+  it(`takes n and logprobs up to the limits it is given (${MAX_N}, ${MAX_LOGPROBS}: src/protocol/limits.ts) and refuses one past them`, async () => {
+    const e = await engine();
+    e.submit({ id: 1, prompt: [1, 2, 3], maxTokens: 2, n: MAX_N, logprobs: MAX_LOGPROBS });
+    await e.wait([1], MAX_N);
+    for (const c of e.results.get(1)!) expect(c.topIds.map((ids) => ids.length)).toEqual([MAX_LOGPROBS, MAX_LOGPROBS]);
+    expect(e.engine.submit(request({ id: 2, prompt: [1], n: MAX_N + 1 }))).toBe(`n must be between 1 and ${MAX_N}`);
+    expect(e.engine.submit(request({ id: 3, prompt: [1], logprobs: MAX_LOGPROBS + 1 }))).toBe(`logprobs may ask for at most ${MAX_LOGPROBS} alternatives`);
+  });
+
+  it('has no defaults of its own for max_model_len and the limits: createEngine without one is a TypeError', async () => {
+    for (const missing of ['maxModelLen', ...(Object.keys(ENGINE_LIMITS) as (keyof typeof ENGINE_LIMITS)[])]) {
+      const create = TestEngine.create({ [missing]: undefined }); // TestEngine supplies all three otherwise
+      await expect(create).rejects.toThrow(new TypeError(`createEngine: engineOptions.${missing} must be a positive integer`));
+    }
   });
 
   it('does not starve a long request under a steady stream of short ones', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
-import type { Logger } from '../../src/gateway/request-record.js';
+import type { Logger } from '../../src/protocol/logger.js';
 import { MODEL, expectError, setup, sortedKeys } from './helpers.js';
 
 type Any = Record<string, any>;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 
 #include "binding/load_options.h"
 #include "binding/model_wrap.h"
@@ -29,9 +30,17 @@ std::vector<T> vec(const Napi::Value& v) {
 
 EngineConfig engine_config(const Napi::Object& o) {
   EngineConfig c;
+  // The values with no native default (engine.h): a missing one is a bug in the TS caller.
+  auto required = [&](const char* k) {
+    int v = get_int(o, k, 0);
+    if (v < 1) throw Napi::TypeError::New(o.Env(), std::string("createEngine: engineOptions.") + k + " must be a positive integer");
+    return v;
+  };
   c.max_num_seqs = get_int(o, "maxNumSeqs", c.max_num_seqs);
   c.max_num_batched_tokens = get_int(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
-  c.max_model_len = get_int(o, "maxModelLen", c.max_model_len);
+  c.max_model_len = required("maxModelLen");
+  c.max_n = required("maxN");
+  c.max_logprobs = required("maxLogprobs");
   c.prefill_batch = std::max(1, get_int(o, "prefillBatch", c.prefill_batch));
   c.prefill_max_wait = std::max(0, get_int(o, "prefillMaxWait", c.prefill_max_wait));
   if (o.Get("enablePrefixCaching").IsBoolean()) c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();

@@ -7,11 +7,6 @@
 
 namespace ee {
 
-namespace {
-constexpr int kMaxN = 128;
-constexpr int kMaxLogprobs = 64;
-}  // namespace
-
 Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_kernels, ThreadPool* pool,
                EngineConfig cfg, StepSink sink)
     : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
@@ -41,8 +36,9 @@ std::string Engine::submit(RequestSpec r) {
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
   if (r.max_tokens < 1) return "max_tokens must be at least 1";
-  if (r.n < 1 || r.n > kMaxN) return "n must be between 1 and " + std::to_string(kMaxN);
-  if (r.logprobs > kMaxLogprobs) return "logprobs may ask for at most " + std::to_string(kMaxLogprobs) + " alternatives";
+  if (r.n < 1 || r.n > cfg_.max_n) return "n must be between 1 and " + std::to_string(cfg_.max_n);
+  if (r.logprobs > cfg_.max_logprobs)
+    return "logprobs may ask for at most " + std::to_string(cfg_.max_logprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
       !(r.repetition_penalty > 0))
     return "invalid sampling parameters";

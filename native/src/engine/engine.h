@@ -28,7 +28,11 @@ namespace ee {
 struct EngineConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
-  int max_model_len = 8192;
+  // No defaults here: the binding requires these from TS (max_model_len: --max-model-len or the TS
+  // loader's default; max_n, max_logprobs: src/protocol/limits.ts), so each value has one source.
+  int max_model_len = 0;
+  int max_n = 0;         // choices per request
+  int max_logprobs = 0;  // alternatives per token
   int prefill_batch = 1;     // see SchedulerConfig
   int prefill_max_wait = 8;
   bool prefix_caching = true;

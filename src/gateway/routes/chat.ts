@@ -9,7 +9,7 @@ import { startRuns, streamed, type RunGroup } from '../engine-run.js';
 import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
-import { buildSampling, checkN, streamPlan, type StreamPlan } from '../sampling.js';
+import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
 import { sseResponse } from '../sse.js';
 
@@ -21,7 +21,7 @@ export function chatHandler(deps: RouteDeps) {
     const body = chatRequestSchema.parse(json);
     const { info, name } = await resolveModel(deps, body.model);
     const plan = streamPlan(body);
-    const n = checkN(body, deps.maxN);
+    const n = body.n ?? 1; // 1..MAX_N (the schema)
     if (body.top_logprobs != null && body.logprobs !== true) {
       throw badRequest('top_logprobs requires logprobs to be true', 'top_logprobs');
     }

@@ -12,7 +12,7 @@ import { startRuns, streamed, type RunGroup } from '../engine-run.js';
 import { badRequest } from '../errors.js';
 import { appendCompletionLogprobs, emptyCompletionLogprobs, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
-import { buildSampling, checkN, streamPlan, type StreamPlan } from '../sampling.js';
+import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { completionRequestSchema, type CompletionRequest } from '../schemas.js';
 import { sseResponse } from '../sse.js';
 
@@ -41,7 +41,7 @@ export function completionsHandler(deps: RouteDeps) {
     const body = completionRequestSchema.parse(json);
     const { info, name } = await resolveModel(deps, body.model);
     const plan = streamPlan(body);
-    const n = checkN(body, deps.maxN);
+    const n = body.n ?? 1; // 1..MAX_N (the schema)
     if (body.best_of != null && body.best_of !== n) throw badRequest('best_of must equal n when given', 'best_of');
     const echo = body.echo === true;
     if (echo && body.logprobs != null) throw badRequest('echo together with logprobs is not supported', 'echo');

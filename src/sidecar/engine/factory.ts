@@ -11,7 +11,7 @@ import { nativeLoadOptions, type LoadOptions } from '../model/load.js';
 import { native } from '../native.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { FakeNativeEngine } from './fake-native-engine.js';
-import type { EngineOptions, NativeEngine, StepCallback } from './native-engine.js';
+import { ENGINE_LIMITS, type EngineOptions, type NativeEngine, type StepCallback } from './native-engine.js';
 
 export interface EnginePlan {
   checkpoint: Checkpoint;
@@ -40,7 +40,7 @@ export const nativeEngineFactory: EngineFactory = {
   },
   async create(plan, load, engine, _bundle, onStep) {
     const { kvBlockBytes: _perBlock, ...opts } = nativeLoadOptions(plan.checkpoint, { ...load, kvBlocks: plan.kvBlocks });
-    return native().createEngine(opts, engine, onStep);
+    return native().createEngine(opts, { ...engine, ...ENGINE_LIMITS }, onStep);
   },
 };
 

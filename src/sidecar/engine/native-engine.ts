@@ -6,6 +6,8 @@
 // Everything here is token ids and numbers: text, chat templates, stop strings and OpenAI shapes
 // stay in TypeScript (stop strings: the sidecar's detokenizer sees them and calls abort()).
 
+import { MAX_LOGPROBS, MAX_N } from '../../protocol/limits.js';
+
 /** A request as the engine sees it. Validated by the sidecar; the engine re-checks and refuses. */
 export interface EngineRequest {
   id: number; // unique u32 chosen by the sidecar
@@ -69,7 +71,7 @@ export interface EngineStatsNative {
 export interface EngineOptions {
   maxNumSeqs: number; // default 256
   maxNumBatchedTokens: number; // token budget per step (the server: 512 on CPU, 2048 on CUDA)
-  maxModelLen: number; // default min(config max_position_embeddings, 8192)
+  maxModelLen: number; // default defaultMaxModelLen (../model/load.ts)
   enablePrefixCaching: boolean; // default true
   seed: number; // engine RNG seed for requests without one (default 0)
   /** Prefill batching (native/src/engine/scheduler.h): while a quarter of maxNumSeqs decode, new
@@ -79,6 +81,16 @@ export interface EngineOptions {
   prefillBatch?: number;
   prefillMaxWait?: number; // steps, default 8
 }
+
+/**
+ * What the engine refuses up front (submit() returns the reason). The native engine has no values of
+ * its own for these: every createEngine() caller passes ENGINE_LIMITS, the API's limits.
+ */
+export interface EngineLimits {
+  maxN: number; // choices per request
+  maxLogprobs: number; // alternatives per token
+}
+export const ENGINE_LIMITS: EngineLimits = { maxN: MAX_N, maxLogprobs: MAX_LOGPROBS };
 
 export interface NativeEngine {
   /** Queues a request; returns null, or the reason it can never run (refused up front). */

@@ -48,6 +48,17 @@ export function defaultBatchedTokens(device: 'cpu' | 'cuda'): number {
   return device === 'cuda' ? 2048 : 512;
 }
 
+/**
+ * The context length when none is given (--max-model-len): the model's max_position_embeddings, capped
+ * at DEFAULT_MAX_MODEL_LEN. NOTE: vLLM takes the full length; ERNIE-4.5-0.3B's (131,072) is more than
+ * the default KV cache holds, so the longest requests could never run. The one definition: the sidecar,
+ * the loader and --help use it; the native engine has no default of its own.
+ */
+export const DEFAULT_MAX_MODEL_LEN = 8192;
+export function defaultMaxModelLen(maxPositionEmbeddings: number): number {
+  return Math.min(maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);
+}
+
 /** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
 export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
   const blockSize = opts.blockSize ?? 16;
@@ -74,7 +85,7 @@ export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}
     enforceEager: opts.enforceEager ?? false,
     captureGraphs: opts.captureGraphs ?? false,
     kvCacheDtype,
-    maxModelLen: opts.maxModelLen ?? 8192,
+    maxModelLen: opts.maxModelLen ?? defaultMaxModelLen(checkpoint.config.maxPositionEmbeddings),
     maxNumSeqs: opts.maxNumSeqs ?? 256,
     maxNumBatchedTokens: opts.maxNumBatchedTokens ?? defaultBatchedTokens(device),
     kvBlockBytes: perBlock,

@@ -26,6 +26,12 @@ import { toEngineRequest } from './engine-request.js';
 import { LiveRequest } from './live-request.js';
 import { completionBudget, promptIds } from './prompt.js';
 
+/**
+ * How often drain() looks at the request table. Requests end at engine steps, so this is how late after
+ * the last one ends a drain notices: short next to a shutdown, long next to the few wake-ups it costs.
+ */
+const DRAIN_POLL_MS = 20;
+
 export interface EngineHostOptions {
   bundle: TokenizerBundle;
   model: ModelInfo;
@@ -136,7 +142,7 @@ export class EngineHost implements EngineClient {
   /** Refuses new requests (NOT_READY) and resolves when the table is empty or after timeoutMs. */
   async drain(timeoutMs: number, poll: (ms: number) => Promise<void>): Promise<boolean> {
     this.draining = true;
-    for (const deadline = this.now() + timeoutMs; this.byId.size > 0 && this.now() < deadline; ) await poll(20);
+    for (const deadline = this.now() + timeoutMs; this.byId.size > 0 && this.now() < deadline; ) await poll(DRAIN_POLL_MS);
     return this.byId.size === 0;
   }
 

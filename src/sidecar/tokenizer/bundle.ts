@@ -9,19 +9,19 @@ import { readSideConfig } from './checkpoint-config.js';
 import { IncrementalDetokenizer, type DetokenizerOptions } from './detokenizer.js';
 import { HfJsonTokenizer } from './hf-json.js';
 import { SentencePieceTokenizer } from './sentencepiece.js';
-import type { ChatMessage, ChatOptions, Tokenizer } from './types.js';
+import type { TemplateMessage, ChatOptions, Tokenizer } from './types.js';
 
-export interface LoadOptions {
+export interface TokenizerLoadOptions {
   /** Which file to use when the directory has both (default 'json': tokenizer.json). */
   prefer?: 'json' | 'sentencepiece';
   /** The server's context length, reported by tokenize(); default: the checkpoint's (config files). */
   maxModelLen?: number;
 }
 
-/** vLLM's POST /tokenize body, minus `model`: exactly one of prompt / messages. */
-export interface TokenizeRequest {
+/** vLLM's POST /tokenize body, minus `model`: exactly one of prompt / messages (the engine protocol's TokenizeRequest fits). */
+export interface TokenizeInput {
   prompt?: string;
-  messages?: ChatMessage[];
+  messages?: TemplateMessage[];
   /** prompt: default true; messages: default false (the template already has its markers), as vLLM. */
   addSpecialTokens?: boolean;
   /** messages only; default true. */
@@ -47,12 +47,12 @@ export class TokenizerBundle {
     private readonly promptWrap: { before: number[]; after: number[] },
   ) {}
 
-  renderChat(messages: readonly ChatMessage[], opts: ChatOptions = {}): string {
+  renderChat(messages: readonly TemplateMessage[], opts: ChatOptions = {}): string {
     return this.template.render(messages, opts);
   }
 
   /** Chat → ids. Template markers become control ids; message content never does (injection-safe). */
-  encodeChat(messages: readonly ChatMessage[], opts: ChatOptions = {}): number[] {
+  encodeChat(messages: readonly TemplateMessage[], opts: ChatOptions = {}): number[] {
     return this.tokenizer.encodeSegments(this.template.renderSegments(messages, opts));
   }
 
@@ -68,7 +68,7 @@ export class TokenizerBundle {
   }
 
   /** POST /tokenize. Bad input is an INVALID_REQUEST EngineError (never an assert). */
-  tokenize(req: TokenizeRequest): TokenizeResponse {
+  tokenize(req: TokenizeInput): TokenizeResponse {
     const hasPrompt = typeof req.prompt === 'string';
     const hasMessages = Array.isArray(req.messages);
     if (hasPrompt === hasMessages) throw new EngineError('INVALID_REQUEST', 'give exactly one of prompt or messages', hasPrompt ? 'messages' : 'prompt');
@@ -112,7 +112,7 @@ async function exists(p: string): Promise<boolean> {
  * Loads the tokenizer of a checkpoint directory: tokenizer.json (HF) or tokenizer.model (sentencepiece),
  * preferring tokenizer.json when both exist unless `prefer: 'sentencepiece'`, plus the side files.
  */
-export async function loadTokenizerBundle(dir: string, opts: LoadOptions = {}): Promise<TokenizerBundle> {
+export async function loadTokenizerBundle(dir: string, opts: TokenizerLoadOptions = {}): Promise<TokenizerBundle> {
   const jsonPath = join(dir, 'tokenizer.json');
   const modelPath = join(dir, 'tokenizer.model');
   const [hasJson, hasModel] = await Promise.all([exists(jsonPath), exists(modelPath)]);

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { Template } from '@huggingface/jinja';
 import { isContentTransparent } from './template-analysis.js';
-import type { ChatMessage, ChatOptions, TextSegment } from './types.js';
+import type { TemplateMessage, ChatOptions, TextSegment } from './types.js';
 
 /**
  * Used when a checkpoint ships no chat_template: the ERNIE-4.5 template itself (transformers'
@@ -55,7 +55,7 @@ export class ChatTemplate {
     this.contentTransparent = isContentTransparent(this.compiled.parsed);
   }
 
-  render(messages: readonly ChatMessage[], opts: ChatOptions = {}): string {
+  render(messages: readonly TemplateMessage[], opts: ChatOptions = {}): string {
     try {
       return this.compiled.render({
         ...this.specialTokens,
@@ -70,7 +70,7 @@ export class ChatTemplate {
   }
 
   /** The render as trusted template text and untrusted message content, in order (see the file note). */
-  renderSegments(messages: readonly ChatMessage[], opts: ChatOptions = {}): TextSegment[] {
+  renderSegments(messages: readonly TemplateMessage[], opts: ChatOptions = {}): TextSegment[] {
     // A content-transparent template renders contents verbatim and nothing depends on them: the
     // sentinel render with the contents put back is the real render, so it need not be rendered.
     const real = this.contentTransparent ? null : this.render(messages, opts);
@@ -99,7 +99,7 @@ export class ChatTemplate {
 }
 
 /** Fallback: find each content (or its trimmed form) in the real render, in message order. */
-function locateContents(real: string, messages: readonly ChatMessage[]): TextSegment[] {
+function locateContents(real: string, messages: readonly TemplateMessage[]): TextSegment[] {
   const segments: TextSegment[] = [];
   let cursor = 0;
   for (const m of messages) {

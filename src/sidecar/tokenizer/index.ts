@@ -8,10 +8,10 @@
 //   generation ends on any of bundle.eosIds.
 
 export { loadTokenizerBundle, TokenizerBundle } from './bundle.js';
-export type { LoadOptions, TokenizeRequest, TokenizeResponse } from './bundle.js';
+export type { TokenizeInput, TokenizeResponse, TokenizerLoadOptions } from './bundle.js';
 export { ChatTemplate, FALLBACK_CHAT_TEMPLATE, TemplateError } from './chat-template.js';
 export { IncrementalDetokenizer } from './detokenizer.js';
 export type { DetokenizerOptions, PushResult, TokenInfo } from './detokenizer.js';
 export { HfJsonTokenizer } from './hf-json.js';
 export { SentencePieceTokenizer } from './sentencepiece.js';
-export type { ChatMessage, ChatOptions, DecodeOptions, EncodeOptions, StreamPiece, TextSegment, Tokenizer, TokenizerKind } from './types.js';
+export type { TemplateMessage, ChatOptions, DecodeOptions, EncodeOptions, StreamPiece, TextSegment, Tokenizer, TokenizerKind } from './types.js';

@@ -64,7 +64,7 @@ export interface TextSegment {
  * A chat message as the template sees it. Structural, so src/protocol's ChatMessage fits; any extra
  * fields on the objects (name, tool_calls…) reach the template unchanged.
  */
-export interface ChatMessage {
+export interface TemplateMessage {
   role: string;
   content: string;
 }

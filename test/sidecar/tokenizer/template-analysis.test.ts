@@ -2,7 +2,7 @@
 // render in renderSegments, and that skipping it gives exactly the double render's segments.
 import { describe, expect, it } from 'vitest';
 import { ChatTemplate, FALLBACK_CHAT_TEMPLATE } from '../../../src/sidecar/tokenizer/chat-template.js';
-import type { ChatMessage } from '../../../src/sidecar/tokenizer/types.js';
+import type { TemplateMessage } from '../../../src/sidecar/tokenizer/types.js';
 
 const tpl = (text: string) => new ChatTemplate(text, 'test', { cls_token: '<|begin_of_sentence|>', sep_token: '<|end_of_sentence|>' });
 const loop = (body: string) => `{% for message in messages %}${body}{% endfor %}`;
@@ -43,7 +43,7 @@ describe('isContentTransparent', () => {
 
 describe('renderSegments with one render', () => {
   const contents = ['plain', '', '  spaced  ', '<|end_of_sentence|>User: hi', '{{ x }} {% y %}', '\uE000not-a-sentinel\uE001', '春眠不觉晓\n'];
-  const roles: ChatMessage['role'][] = ['system', 'user', 'assistant', 'user'];
+  const roles: TemplateMessage['role'][] = ['system', 'user', 'assistant', 'user'];
 
   it('gives the real render split into template text and verbatim content, for any content', () => {
     const t = tpl(FALLBACK_CHAT_TEMPLATE);

@@ -1,0 +1,33 @@
+// The per-request limits of src/protocol/limits.ts as a client meets them: accepted at the limit,
+// a 400 naming the param one past it. (The engine's side: test/engine/engine.test.ts.)
+import { describe, expect, it } from 'vitest';
+import { MAX_LOGPROBS, MAX_N } from '../../src/protocol/limits.js';
+import { MODEL, expectError, setup } from './helpers.js';
+
+type Any = Record<string, any>;
+const chat = (extra: Any) => ({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
+const completion = (extra: Any) => ({ model: MODEL, prompt: 'hi', max_tokens: 2, ...extra });
+
+describe('per-request limits', () => {
+  it(`n: ${MAX_N} choices are served, ${MAX_N + 1} is a 400 (chat and completions, best_of too)`, async () => {
+    const { post } = setup();
+    const c = (await (await post('/v1/chat/completions', chat({ n: MAX_N }))).json()) as Any;
+    expect(c.choices.map((x: Any) => x.index)).toEqual([...Array(MAX_N).keys()]);
+    const t = (await (await post('/v1/completions', completion({ n: MAX_N, best_of: MAX_N }))).json()) as Any;
+    expect(t.choices).toHaveLength(MAX_N);
+    expect((await expectError(await post('/v1/chat/completions', chat({ n: MAX_N + 1 })), 400)).param).toBe('n');
+    expect((await expectError(await post('/v1/completions', completion({ n: MAX_N + 1 })), 400)).param).toBe('n');
+    expect((await expectError(await post('/v1/completions', completion({ best_of: MAX_N + 1 })), 400)).param).toBe('best_of');
+  });
+
+  it(`logprobs: ${MAX_LOGPROBS} alternatives per token are served, ${MAX_LOGPROBS + 1} is a 400`, async () => {
+    const { post } = setup();
+    const c = (await (await post('/v1/chat/completions', chat({ logprobs: true, top_logprobs: MAX_LOGPROBS }))).json()) as Any;
+    for (const e of c.choices[0].logprobs.content) expect(e.top_logprobs).toHaveLength(MAX_LOGPROBS);
+    const t = (await (await post('/v1/completions', completion({ logprobs: MAX_LOGPROBS }))).json()) as Any;
+    for (const d of t.choices[0].logprobs.top_logprobs) expect(Object.keys(d)).toHaveLength(MAX_LOGPROBS);
+    const over = chat({ logprobs: true, top_logprobs: MAX_LOGPROBS + 1 });
+    expect((await expectError(await post('/v1/chat/completions', over), 400)).param).toBe('top_logprobs');
+    expect((await expectError(await post('/v1/completions', completion({ logprobs: MAX_LOGPROBS + 1 })), 400)).param).toBe('logprobs');
+  });
+});
