@@ -1,5 +1,7 @@
 // The flag table of `ernie-edge serve` (vLLM's names where they make sense), the one source for the
-// parser, --help, and what `serve` forwards to its sidecar child. `scope` says who reads a flag:
+// parser, --help, README.md's configuration table (scripts/gen-readme-flags.ts, `npm run docs`) and
+// what `serve` forwards to its sidecar child. Help texts say what a flag means, its default and why;
+// measured figures live in bench/results/, never here. `scope` says who reads a flag:
 // 'engine' flags are forwarded to the sidecar, 'gateway' flags stay in the gateway, 'both' go to both.
 
 import { DEFAULT_MAX_MODEL_LEN } from '../sidecar/model/load.js';
@@ -21,47 +23,54 @@ export interface FlagSpec {
 }
 
 export const FLAGS: readonly FlagSpec[] = [
-  { name: 'role', kind: 'string', scope: 'gateway', arg: 'serve|sidecar|gateway', help: 'serve (default): sidecar + gateway in one command; sidecar or gateway: run that half alone' },
-  { name: 'model', kind: 'string', scope: 'engine', arg: 'DIR|REPO', help: 'checkpoint directory, Hugging Face cache folder, or repo id in the local HF cache (never downloads). Default: the embedded placeholder (meaningless outputs)' },
-  { name: 'served-model-name', kind: 'string', scope: 'engine', arg: 'NAME', help: 'the model name clients send and /v1/models lists (default: --model as given)' },
-  { name: 'host', kind: 'string', scope: 'gateway', arg: 'HOST', help: 'HTTP bind address (default 127.0.0.1; use 0.0.0.0 in containers)' },
-  { name: 'port', kind: 'int', scope: 'gateway', arg: 'PORT', help: 'HTTP port (default 8000; 0 = any free port)' },
+  { name: 'role', kind: 'string', scope: 'gateway', arg: 'serve|sidecar|gateway', help: 'serve (default): sidecar and gateway in one command; sidecar or gateway: that half alone, e.g. one container each' },
+  { name: 'model', kind: 'string', scope: 'engine', arg: 'DIR|REPO', help: "checkpoint directory, Hugging Face cache folder, or repo id in the local HF cache; never downloads. Default: the embedded placeholder, ERNIE-4.5-0.3B's shape with formula weights (meaningless outputs), so a fresh checkout serves without a download" },
+  { name: 'served-model-name', kind: 'string', scope: 'engine', arg: 'NAME', help: 'the model name clients send and /v1/models lists (default: --model as given; ernie-edge-default for the placeholder)' },
+  { name: 'host', kind: 'string', scope: 'gateway', arg: 'HOST', help: 'HTTP bind address (default 127.0.0.1, reachable from this host only; use 0.0.0.0 in containers)' },
+  { name: 'port', kind: 'int', scope: 'gateway', arg: 'PORT', help: 'HTTP port (default 8000, as vLLM; 0 = any free port)' },
   { name: 'uds', kind: 'string', scope: 'gateway', arg: 'PATH', help: 'serve HTTP on this Unix socket instead of --host/--port' },
-  { name: 'api-key', kind: 'string', scope: 'gateway', arg: 'KEY', env: 'ERNIE_EDGE_API_KEY', help: 'require `Authorization: Bearer KEY` on the API routes (env ERNIE_EDGE_API_KEY)' },
-  { name: 'allowed-origins', kind: 'string', scope: 'gateway', arg: 'LIST', help: "CORS origins: '*', a comma-separated list or a JSON list (default: no CORS)" },
-  { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: `context length in tokens (default: min(max_position_embeddings, ${DEFAULT_MAX_MODEL_LEN}))` },
-  { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block (default 16)' },
-  { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256)' },
-  { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: 'token budget of one engine step (default 512 on CPU, 2048 on CUDA)' },
-  { name: 'prefill-batch', kind: 'int', scope: 'engine', arg: 'N', help: 'while a quarter of --max-num-seqs decode, new prompts wait until N are queued (or --prefill-max-wait steps) to be prefilled together (default 1: off; on a GPU 8-16 trade ~2-3x TTFT at high load for a few % throughput)' },
+  { name: 'api-key', kind: 'string', scope: 'gateway', arg: 'KEY', env: 'ERNIE_EDGE_API_KEY', help: 'require `Authorization: Bearer KEY` on the API routes; /health, /ready and /metrics stay open for probes (default: no key; env ERNIE_EDGE_API_KEY)' },
+  { name: 'allowed-origins', kind: 'string', scope: 'gateway', arg: 'LIST', help: "CORS origins: '*', a comma-separated list or a JSON list (default: no CORS, so browsers on other origins cannot call the API)" },
+  { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: `context length in tokens, prompt plus output (default: min(max_position_embeddings, ${DEFAULT_MAX_MODEL_LEN}), which bounds the KV cache one sequence can take)` },
+  { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block, the unit of allocation and prefix sharing (default 16, as vLLM)' },
+  { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256, as vLLM)' },
+  { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: "token budget of one engine step; longer prompts are prefilled in chunks beside the decodes (default 512 on CPU, where a step's time grows with its tokens and decodes would wait behind large chunks; 2048 on CUDA, where a step's time grows slowly)" },
+  { name: 'prefill-batch', kind: 'int', scope: 'engine', arg: 'N', help: 'while a quarter of --max-num-seqs decode, new prompts wait until N are queued (or --prefill-max-wait steps) to be prefilled together (default 1: off, because the wait raises time to first token for a small throughput gain, measured on a GPU: bench/README.md)' },
   { name: 'prefill-max-wait', kind: 'int', scope: 'engine', arg: 'N', help: 'steps a new prompt waits at most for --prefill-batch (default 8)' },
-  { name: 'kv-cache-memory', kind: 'bytes', scope: 'engine', arg: 'BYTES', help: 'KV cache size, e.g. 2GiB, 512M or bytes (default: min(4 GiB, 25% of free RAM))' },
-  { name: 'gpu-memory-utilization', kind: 'number', scope: 'engine', arg: 'F', help: 'instead of --kv-cache-memory: this fraction (0..1] of GPU memory (CUDA; default 0.9) or of free RAM (CPU) for weights + KV cache' },
+  { name: 'kv-cache-memory', kind: 'bytes', scope: 'engine', arg: 'BYTES', help: "KV cache size, e.g. 2GiB, 512M or bytes (default: min(4 GiB, 25% of free RAM), leaving the rest of the host's memory alone)" },
+  { name: 'gpu-memory-utilization', kind: 'number', scope: 'engine', arg: 'F', help: 'instead of --kv-cache-memory: this fraction (0..1] of GPU memory (CUDA; default 0.9, as vLLM) or of free RAM (CPU) for weights + KV cache' },
   { name: 'device', kind: 'string', scope: 'engine', arg: 'auto|cpu|cuda', help: 'where the model runs (default auto: CUDA when native/cuda is built and a GPU is present, else the CPU)' },
-  { name: 'enable-prefix-caching', kind: 'bool', scope: 'engine', negatable: true, help: 'reuse KV blocks of shared prompt prefixes (default on; --no-enable-prefix-caching to turn off)' },
-  { name: 'seed', kind: 'int', scope: 'engine', arg: 'N', help: 'engine RNG seed for requests without one (default 0)' },
-  { name: 'max-num-queued-reqs', kind: 'int', scope: 'engine', arg: 'N', help: 'past this many waiting requests, new ones get 429 (default 1024)' },
+  { name: 'enable-prefix-caching', kind: 'bool', scope: 'engine', negatable: true, help: 'reuse KV blocks of shared prompt prefixes such as system prompts and chat history (default on; --no-enable-prefix-caching to turn off)' },
+  { name: 'seed', kind: 'int', scope: 'engine', arg: 'N', help: 'engine RNG seed for requests without one (default 0, so sampled outputs are reproducible)' },
+  { name: 'max-num-queued-reqs', kind: 'int', scope: 'engine', arg: 'N', help: 'past this many waiting requests, new ones get 429 with Retry-After (default 1024; bounds what clients can make the server hold)' },
   { name: 'threads', kind: 'int', scope: 'engine', arg: 'N', help: 'engine threads (default: all cores)' },
-  { name: 'engine', kind: 'string', scope: 'both', arg: 'ADDR', repeatable: true, help: 'unix:/path or tcp://host:port — gateway: where the sidecar is; sidecar: where to listen (repeatable)' },
-  { name: 'engine-secret', kind: 'string', scope: 'both', arg: 'SECRET', env: 'ERNIE_EDGE_ENGINE_SECRET', help: 'shared secret of tcp:// engine connections (env ERNIE_EDGE_ENGINE_SECRET)' },
-  { name: 'drain-timeout', kind: 'number', scope: 'both', arg: 'SECONDS', help: 'on SIGTERM, how long in-flight requests may finish (default 30)' },
+  { name: 'engine', kind: 'string', scope: 'both', arg: 'ADDR', repeatable: true, help: 'unix:/path or tcp://host:port; gateway: where the sidecar is; sidecar: where to listen (repeatable)' },
+  { name: 'engine-secret', kind: 'string', scope: 'both', arg: 'SECRET', env: 'ERNIE_EDGE_ENGINE_SECRET', help: 'shared secret of tcp:// engine connections, required for them since a TCP port is reachable by anyone who can route to it (env ERNIE_EDGE_ENGINE_SECRET)' },
+  { name: 'drain-timeout', kind: 'number', scope: 'both', arg: 'SECONDS', help: 'on SIGTERM, how long in-flight requests (streams included) may finish before they are cut (default 30)' },
   { name: 'drain-delay', kind: 'number', scope: 'gateway', arg: 'SECONDS', help: 'on SIGTERM, keep serving this long with /ready 503 before refusing connections, so load balancers probing /ready move away first (default 0)' },
   { name: 'log-level', kind: 'string', scope: 'both', arg: 'LEVEL', help: 'pino level: debug, info (default), warn, error' },
-  { name: 'dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'activation precision; weights stay as stored (bf16). float32 (= auto): GEMM inputs as two bf16 planes, fp32-grade logits; bfloat16: plain bf16 activations like vLLM/HF in bf16 — faster on GPUs, logits differ from an fp32 reference by ~0.1-0.3' },
-  { name: 'kv-cache-dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'KV cache element type (auto = float32); bfloat16 halves KV memory and attention reads' },
-  { name: 'enforce-eager', kind: 'bool', scope: 'engine', help: 'CUDA: run every step without CUDA graphs, none captured at startup (the CPU backend always runs eagerly)' },
-  { name: 'tensor-parallel-size', kind: 'int', scope: 'engine', arg: '1', compat: '--tensor-parallel-size 1: accepted; one engine serves one device (run more replicas to scale)', help: 'must be 1' },
+  { name: 'dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'activation precision; weights stay as stored (bf16). auto = float32 (default): GEMM inputs as two bf16 planes, fp32-grade logits that match an fp32 reference; bfloat16: plain bf16 activations as vLLM/HF in bf16, faster, logits no longer fp32-grade' },
+  { name: 'kv-cache-dtype', kind: 'string', scope: 'engine', arg: 'auto|float32|bfloat16', help: 'KV cache element type (default auto = float32, for fp32-grade results); bfloat16 halves KV memory and attention reads' },
+  { name: 'enforce-eager', kind: 'bool', scope: 'engine', help: 'CUDA: run every step without CUDA graphs (default off: graphs, all captured at startup before /ready, save the launch cost of every kernel; the CPU backend always runs eagerly)' },
+  { name: 'tensor-parallel-size', kind: 'int', scope: 'engine', arg: '1', compat: '--tensor-parallel-size 1: accepted; one engine serves one device (run more replicas to scale)', help: 'accepted for vLLM compatibility and must be 1: one engine serves one device; run more replicas to scale' },
   { name: 'swap-space', kind: 'number', scope: 'engine', arg: 'GIB', compat: '--swap-space: accepted and ignored; preemption here recomputes, it never swaps KV blocks to host memory' },
   { name: 'trust-remote-code', kind: 'bool', scope: 'engine', compat: '--trust-remote-code: accepted and ignored; no model code is ever loaded, ERNIE-4.5 is implemented natively' },
   { name: 'help', kind: 'bool', scope: 'gateway', help: 'show this help' },
   { name: 'version', kind: 'bool', scope: 'gateway', help: 'print the version' },
 ];
 
+/** A flag as --help and the README show it: `--[no-]name ARG`. */
+export function flagUsage(f: FlagSpec): string {
+  return `--${f.negatable ? `[no-]${f.name}` : f.name}${f.arg ? ` ${f.arg}` : ''}`;
+}
+
+/** What a flag means (for a compat flag without help, the note logged when it is given). */
+export function flagHelp(f: FlagSpec): string {
+  return f.help ?? f.compat ?? '';
+}
+
 export function helpText(version: string): string {
-  const rows = FLAGS.map((f) => {
-    const left = `--${f.negatable ? `[no-]${f.name}` : f.name}${f.arg ? ` ${f.arg}` : ''}`;
-    return `  ${left.padEnd(38)} ${f.help ?? f.compat}`;
-  });
+  const rows = FLAGS.map((f) => `  ${flagUsage(f).padEnd(38)} ${flagHelp(f)}`);
   return [
     `ernie-edge ${version}: an OpenAI-compatible server for ERNIE-4.5 (Hono gateway + native engine sidecar)`,
     '',
