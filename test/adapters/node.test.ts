@@ -8,10 +8,10 @@ import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { serveNode } from '../../adapters/node.js';
 import { createApp } from '../../src/gateway/app.js';
-import { FakeEngine } from '../../src/protocol/fake-engine.js';
+import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 
 async function start(drainTimeoutMs: number) {
-  const engine = new FakeEngine();
+  const engine = new FakeEngineClient();
   const handle = createApp({ engine });
   const gw = await serveNode({ handle, engine, listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs });
   const a = gw.address as { host: string; port: number };
@@ -49,7 +49,7 @@ describe('serveNode', () => {
   });
 
   it('drainDelayMs: /ready is 503 while new requests are still served, then connections are refused', async () => {
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     const handle = createApp({ engine });
     const gw = await serveNode({ handle, engine, listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs: 1000, drainDelayMs: 300 });
     const base = `http://127.0.0.1:${(gw.address as { port: number }).port}`;
@@ -64,7 +64,7 @@ describe('serveNode', () => {
   });
 
   it('listens on a Unix socket (--uds)', async () => {
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     const sock = path.join(mkdtempSync(path.join(os.tmpdir(), 'ernie-uds-')), 'api.sock');
     const gw = await serveNode({ handle: createApp({ engine }), engine, listen: { path: sock }, drainTimeoutMs: 1000 });
     expect(gw.address).toEqual({ path: sock });
