@@ -131,7 +131,7 @@ export function buildConfig(args: ParsedArgs): Config {
       maxModelLen,
       engine: {
         maxNumSeqs: positive('max-num-seqs', 256),
-        // Absent: 512 on CPU, 2048 on CUDA, once the device is known (defaultBatchedTokens, sidecar/model/load.ts).
+        // Absent: 512 on CPU, 2048 on CUDA, once the device is known (defaultBatchedTokens, sidecar/engine/plan.ts).
         maxNumBatchedTokens: num('max-num-batched-tokens') === undefined ? undefined : positive('max-num-batched-tokens', 0),
         enablePrefixCaching: (f['enable-prefix-caching'] as boolean | undefined) ?? true,
         seed: positive('seed', 0, 0),

@@ -51,8 +51,8 @@ describe('startSidecar (fake engine)', () => {
   });
 
   // --max-num-batched-tokens absent: the budget follows the device the model loads on (512 CPU,
-  // 2048 CUDA: defaultBatchedTokens); given, it is kept. Both the load options (CUDA graphs are
-  // sized by it) and the engine get the resolved value.
+  // 2048 CUDA: defaultBatchedTokens, src/sidecar/engine/plan.ts); given, it is kept. Both the load
+  // options (CUDA graphs are sized by it) and the engine get the resolved value.
   it.each([
     ['cpu', undefined, 512],
     ['cuda', undefined, 2048],
@@ -65,11 +65,12 @@ describe('startSidecar (fake engine)', () => {
     const seen: { load?: number; engine?: number } = {};
     const factory: EngineFactory = {
       kind: 'fake',
-      plan: async (dir, load) => ({ ...(await fake.plan(dir, load)), device }),
-      create: (plan, load, engine, bundle, onStep) => {
-        seen.load = load.maxNumBatchedTokens;
+      readCheckpoint: (dir) => fake.readCheckpoint(dir),
+      resolveDevice: () => device,
+      create: (checkpoint, plan, engine, bundle, onStep) => {
+        seen.load = plan.load.maxNumBatchedTokens;
         seen.engine = engine.maxNumBatchedTokens;
-        return fake.create(plan, load, engine, bundle, onStep);
+        return fake.create(checkpoint, plan, engine, bundle, onStep);
       },
     };
     const sock = path.join(tmp('ernie-sc-'), 'engine.sock');

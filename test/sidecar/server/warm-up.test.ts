@@ -22,9 +22,10 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
   const inner = fakeNativeEngineFactory();
   const factory: EngineFactory = {
     kind: 'fake',
-    plan: (dir, load) => inner.plan(dir, load),
-    async create(plan, load, engine, bundle, onStep) {
-      const e = await inner.create(plan, load, engine, bundle, (outs) =>
+    readCheckpoint: (dir) => inner.readCheckpoint(dir),
+    resolveDevice: (choice, lib) => inner.resolveDevice(choice, lib),
+    async create(checkpoint, plan, engine, bundle, onStep) {
+      const e = await inner.create(checkpoint, plan, engine, bundle, (outs) =>
         onStep(opts.failAll ? outs.map((o) => ({ ...o, tokens: new Int32Array(0), finish: Finish.Error, error: 'kernel failure' })) : outs),
       );
       const gated: NativeEngine = {
