@@ -14,7 +14,7 @@ export interface GatewayConfig {
   allowedOrigins?: string[] | '*';
   servedModelName?: string;
   drainTimeoutMs: number;
-  /** Lame-duck period before draining (adapters/node.ts drainDelayMs). */
+  /** Lame-duck period before draining (node-server.ts drainDelayMs). */
   drainDelayMs: number;
 }
 
