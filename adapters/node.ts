@@ -1,115 +1,14 @@
-// The Node runtime adapter: serves the gateway app (src/gateway/app.ts) with @hono/node-server on TCP
-// or a Unix socket, with graceful shutdown. The EngineClient (Unix-socket or TCP) is chosen by the
-// caller and already inside `handle`; spawning the sidecar is src/sidecar/supervisor.ts's job.
-//
-// shutdown(): /ready → 503 at once (load balancers stop routing), optionally a lame-duck period
-// (drainDelayMs) in which new requests are still served, then the listener stops accepting,
-// idle keep-alive connections close, in-flight requests (streams included) get up to drainTimeoutMs
-// to finish, then every remaining connection is cut and the engine client is closed.
+// The Node runtime adapter: the entry bin/ernie-edge.js runs (under tsx). On Node the gateway app
+// (src/gateway/app.ts) gets a Unix-socket or TCP EngineClient chosen by --engine and is served by
+// @hono/node-server (src/cli/node-server.ts); `serve` also spawns the sidecar. That composition is
+// the CLI's (src/cli/main.ts); this file only starts it, so the runtime is chosen in one place, the
+// entry: this file for Node, adapters/workers.ts for Workers (wrangler.toml's `main`).
 
-import { createAdaptorServer } from '@hono/node-server';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { AppHandle } from '../src/gateway/app.js';
-import type { EngineClient } from '../src/protocol/engine-client.js';
+import { main } from '../src/cli/main.js';
 
-export type Listen = { host: string; port: number } | { path: string };
-
-export interface NodeGatewayOptions {
-  handle: AppHandle;
-  engine: EngineClient;
-  listen: Listen;
-  drainTimeoutMs: number;
-  /**
-   * Lame-duck period before the drain: /ready is already 503 and new requests are still served, so a
-   * load balancer that probes /ready stops routing here before connections start being refused.
-   * Default 0 (Kubernetes: use a preStop sleep instead, endpoints are removed on termination).
-   */
-  drainDelayMs?: number;
-}
-
-export interface NodeGateway {
-  /** Where it listens: the bound port (useful with port 0) or the socket path. */
-  readonly address: { host: string; port: number } | { path: string };
-  readonly inFlight: number;
-  /** Drains and closes; resolves true when every in-flight request finished in time. Idempotent. */
-  shutdown(): Promise<boolean>;
-}
-
-export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> {
-  const server = createAdaptorServer({ fetch: opts.handle.fetch }) as Server;
-  let inFlight = 0;
-  let draining = false;
-  let idle: (() => void) | null = null;
-  server.on('request', (_req, res) => {
-    inFlight++;
-    // A response finishing or its connection dying both end the request ('close' fires for either).
-    if (draining) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      inFlight--;
-      if (draining) {
-        server.closeIdleConnections();
-        if (inFlight === 0) idle?.();
-      }
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    const done = () => {
-      server.off('error', reject);
-      resolve();
-    };
-    if ('path' in opts.listen) server.listen(opts.listen.path, done);
-    else server.listen(opts.listen.port, opts.listen.host, done);
-  });
-  const bound = server.address();
-  const address = typeof bound === 'string' ? { path: bound } : { host: (bound as AddressInfo).address, port: (bound as AddressInfo).port };
-
-  let shutdown: Promise<boolean> | null = null;
-  const drain = async (): Promise<boolean> => {
-    draining = true; // from now on responses say Connection: close (clients reconnect elsewhere)
-    opts.handle.setDraining(true);
-    if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs));
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const finished = await Promise.race([
-      new Promise<boolean>((resolve) => {
-        idle = () => resolve(true);
-        if (inFlight === 0) resolve(true);
-      }),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), opts.drainTimeoutMs))),
-    ]);
-    clearTimeout(timer);
-    server.closeAllConnections();
-    await closed;
-    await opts.engine.close();
-    return finished;
-  };
-  return {
-    address,
-    get inFlight() {
-      return inFlight;
-    },
-    shutdown: () => (shutdown ??= drain()),
-  };
-}
-
-/**
- * Calls `onSignal` once on the first SIGTERM or SIGINT; a second signal exits at once (an impatient
- * operator must always be able to stop the process). Returns a function that removes the handlers.
- */
-export function onTermination(onSignal: (signal: NodeJS.Signals) => Promise<void>, exit: (code: number) => void = process.exit): () => void {
-  let received = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (received) return exit(130);
-    received = true;
-    onSignal(signal).catch(() => exit(1));
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
-  return () => {
-    process.off('SIGTERM', handler);
-    process.off('SIGINT', handler);
-  };
+/** Runs the CLI and exits with its code. */
+export async function runNode(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<never> {
+  const code = await main(argv, env);
+  // Exit explicitly: a drained server may still hold idle handles (timers, a closed client's socket).
+  process.exit(code);
 }

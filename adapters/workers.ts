@@ -3,13 +3,15 @@
 // authenticated by the shared secret (the sidecar's `--engine tcp://…` listener).
 //
 // NOTE: the runtime is chosen in exactly one place, the entry point: wrangler.toml's `main` is this
-// file, bin/ernie-edge.js runs adapters/node.ts. Nothing under src/ asks which runtime it is on.
+// file's default export (for Node: bin/ernie-edge.js runs adapters/node.ts). Nothing under src/ asks
+// which runtime it is on.
 //
-// Per-request engine connection (a contract of the Workers runtime, not a choice): an I/O object such
-// as a socket belongs to the request that opened it and cannot be used from another request's
-// handler. So every request gets its own client (one connect + HELLO; lazy, so /health opens none),
-// closed when the response body ends or the client goes away. What may be shared lives in the closure
-// of createWorker(): the metrics (plain counters), so /metrics accumulates per isolate.
+// Built once per isolate: the app (router, validators, metrics, so /metrics accumulates per isolate)
+// is created on the first request, from that request's env (bindings are fixed per deployment).
+// Per request (a contract of the Workers runtime, not a choice): the engine connection. An I/O object
+// such as a socket belongs to the request that opened it and cannot be used from another request's
+// handler, so every request brings its own client to the app (`fetch(req, { engine })`; it connects
+// lazily, so /health opens none), closed when the response body ends or the client goes away.
 //
 // Bindings (wrangler.toml [vars], secrets by `wrangler secret put` or .dev.vars):
 //   ENGINE                    tcp://host:port of the sidecar (required; Workers cannot reach Unix sockets)
@@ -18,8 +20,7 @@
 //   SERVED_MODEL_NAME, ALLOWED_ORIGINS ('*' or a comma-separated list), CHAT_UI ('off' hides the page)
 
 import { connect } from 'cloudflare:sockets';
-import { createApp } from '../src/gateway/app.js';
-import { GatewayMetrics } from '../src/gateway/metrics.js';
+import { createApp, type AppHandle } from '../src/gateway/app.js';
 import { FramedEngineClient } from '../src/protocol/framed-client.js';
 import { webStreamTransport } from '../src/protocol/web-stream-transport.js';
 
@@ -66,19 +67,17 @@ function origins(v: string | undefined): string[] | '*' | undefined {
 }
 
 export function createWorker() {
-  const metrics = new GatewayMetrics();
+  let handle: AppHandle | null = null;
   return {
     async fetch(req: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
-      const engine = engineClient(env);
-      const handle = createApp({
-        engine,
-        metrics,
+      const engine = engineClient(env); // first: a misconfigured ENGINE fails every request, not only the first
+      handle ??= createApp({
         apiKey: env.API_KEY || undefined,
         allowedOrigins: origins(env.ALLOWED_ORIGINS),
         servedModelName: env.SERVED_MODEL_NAME || undefined,
         chatUi: env.CHAT_UI !== 'off',
       });
-      const res = await handle.fetch(req); // never throws: errors.ts maps every failure to a response
+      const res = await handle.fetch(req, { engine }); // never throws: errors.ts maps every failure to a response
       if (!res.body) {
         await engine.close();
         return res;

@@ -1,7 +1,9 @@
 // Parsed flags → the typed configuration of each role, with the checks that need more than one flag.
 // Defaults live here (and in --help), nowhere else; the two that need the model or its device are the
-// sidecar's, resolved once those are known: defaultMaxModelLen and defaultBatchedTokens (sidecar/model/load.ts).
+// sidecar's, resolved once those are known: max_model_len and the token budget (planEngine, sidecar/engine/plan.ts,
+// which also holds the engine-sizing defaults this file reads).
 
+import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
 import { FLAGS } from './flags.js';
@@ -15,7 +17,7 @@ export interface GatewayConfig {
   allowedOrigins?: string[] | '*';
   servedModelName?: string;
   drainTimeoutMs: number;
-  /** Lame-duck period before draining (adapters/node.ts drainDelayMs). */
+  /** Lame-duck period before draining (node-server.ts drainDelayMs). */
   drainDelayMs: number;
 }
 
@@ -131,15 +133,15 @@ export function buildConfig(args: ParsedArgs): Config {
       servedModelName: str('served-model-name'),
       maxModelLen,
       engine: {
-        maxNumSeqs: positive('max-num-seqs', 256),
-        // Absent: 512 on CPU, 2048 on CUDA, once the device is known (defaultBatchedTokens, sidecar/model/load.ts).
+        maxNumSeqs: positive('max-num-seqs', DEFAULT_MAX_NUM_SEQS),
+        // Absent: 512 on CPU, 2048 on CUDA, once the device is known (defaultBatchedTokens, sidecar/engine/plan.ts).
         maxNumBatchedTokens: num('max-num-batched-tokens') === undefined ? undefined : positive('max-num-batched-tokens', 0),
         enablePrefixCaching: (f['enable-prefix-caching'] as boolean | undefined) ?? true,
         seed: positive('seed', 0, 0),
         prefillBatch: positive('prefill-batch', 1),
         prefillMaxWait: positive('prefill-max-wait', 8, 0),
       },
-      blockSize: positive('block-size', 16),
+      blockSize: positive('block-size', DEFAULT_BLOCK_SIZE),
       threads: num('threads') === undefined ? undefined : positive('threads', 1),
       kvCacheMemory: num('kv-cache-memory'),
       memoryUtilization: util,

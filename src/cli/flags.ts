@@ -4,7 +4,7 @@
 // measured figures live in bench/results/, never here. `scope` says who reads a flag:
 // 'engine' flags are forwarded to the sidecar, 'gateway' flags stay in the gateway, 'both' go to both.
 
-import { DEFAULT_MAX_MODEL_LEN } from '../sidecar/model/load.js';
+import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 
 export type FlagKind = 'string' | 'int' | 'number' | 'bool' | 'bytes';
 
@@ -32,8 +32,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'api-key', kind: 'string', scope: 'gateway', arg: 'KEY', env: 'ERNIE_EDGE_API_KEY', help: 'require `Authorization: Bearer KEY` on the API routes; /health, /ready and /metrics stay open for probes (default: no key; env ERNIE_EDGE_API_KEY)' },
   { name: 'allowed-origins', kind: 'string', scope: 'gateway', arg: 'LIST', help: "CORS origins: '*', a comma-separated list or a JSON list (default: no CORS, so browsers on other origins cannot call the API)" },
   { name: 'max-model-len', kind: 'int', scope: 'engine', arg: 'N', help: `context length in tokens, prompt plus output (default: min(max_position_embeddings, ${DEFAULT_MAX_MODEL_LEN}), which bounds the KV cache one sequence can take)` },
-  { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: 'tokens per KV-cache block, the unit of allocation and prefix sharing (default 16, as vLLM)' },
-  { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: 'most sequences in one engine step (default 256, as vLLM)' },
+  { name: 'block-size', kind: 'int', scope: 'engine', arg: 'N', help: `tokens per KV-cache block, the unit of allocation and prefix sharing (default ${DEFAULT_BLOCK_SIZE}, as vLLM)` },
+  { name: 'max-num-seqs', kind: 'int', scope: 'engine', arg: 'N', help: `most sequences in one engine step (default ${DEFAULT_MAX_NUM_SEQS}, as vLLM)` },
   { name: 'max-num-batched-tokens', kind: 'int', scope: 'engine', arg: 'N', help: "token budget of one engine step; longer prompts are prefilled in chunks beside the decodes (default 512 on CPU, where a step's time grows with its tokens and decodes would wait behind large chunks; 2048 on CUDA, where a step's time grows slowly)" },
   { name: 'prefill-batch', kind: 'int', scope: 'engine', arg: 'N', help: 'while a quarter of --max-num-seqs decode, new prompts wait until N are queued (or --prefill-max-wait steps) to be prefilled together (default 1: off, because the wait raises time to first token for a small throughput gain, measured on a GPU: bench/README.md)' },
   { name: 'prefill-max-wait', kind: 'int', scope: 'engine', arg: 'N', help: 'steps a new prompt waits at most for --prefill-batch (default 8)' },

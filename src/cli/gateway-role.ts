@@ -1,7 +1,6 @@
 // `serve --role gateway`: the stateless HTTP half alone, connected to a sidecar over `--engine`.
 // Also exports startGateway, which `serve` (./serve.ts) reuses with its private Unix socket.
 
-import { onTermination, serveNode, type NodeGateway } from '../../adapters/node.js';
 import { createApp } from '../gateway/app.js';
 import { warmUpGateway } from '../gateway/warm-up.js';
 import type { EngineClient } from '../protocol/engine-client.js';
@@ -9,6 +8,7 @@ import { createTcpEngineClient, createUnixEngineClient } from '../protocol/node-
 import type { Tracer } from '../protocol/trace.js';
 import type { Config, EngineAddress } from './config.js';
 import type { CliLogger } from './logger.js';
+import { onTermination, serveNode, type NodeGateway } from './node-server.js';
 import { tracerFromEnv } from './trace-file.js';
 
 export function connectEngine(addr: EngineAddress, secret: string | undefined, tracer?: Tracer): EngineClient {

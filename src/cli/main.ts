@@ -1,8 +1,10 @@
 // The CLI entry (bin/ernie-edge.js imports this under tsx): parse, configure, dispatch by role.
 // Returns the process exit code: 0 ok, 1 runtime failure, 2 usage error. Never calls process.exit.
+// `deps` is for tests only (test/doubles/fake-bin.js): the shipped bin passes none.
 
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { nativeEngineFactory, type EngineFactory } from '../sidecar/engine/factory.js';
 import { CheckpointError } from '../sidecar/model/safetensors.js';
 import { parseArgs, UsageError } from './args.js';
 import { buildConfig } from './config.js';
@@ -20,7 +22,14 @@ async function version(): Promise<string> {
   return pkg.version;
 }
 
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export interface MainDeps {
+  /** The sidecar's engine; default the native one. */
+  engineFactory?: EngineFactory;
+  /** The script `serve` runs again (with --role sidecar) for its sidecar child; default bin/ernie-edge.js. */
+  bin?: string;
+}
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, deps: MainDeps = {}): Promise<number> {
   // `monitor` has its own flag table (./monitor-args.ts), read by the same parser; everything else is `serve`'s.
   if (argv[0] === 'monitor') return runMonitor(argv.slice(1));
   let args, cfg;
@@ -44,9 +53,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const logger = createLogger(cfg.role === 'serve' ? 'gateway' : cfg.role, cfg.logLevel);
   for (const note of cfg.notes) logger.info({}, note);
   try {
-    if (cfg.role === 'sidecar') return await runSidecarRole(cfg, env, logger);
+    if (cfg.role === 'sidecar') return await runSidecarRole(cfg, env, logger, deps.engineFactory ?? nativeEngineFactory);
     if (cfg.role === 'gateway') return await runGatewayRole(cfg, env, logger);
-    return await runServe(cfg, args, env, logger, BIN);
+    return await runServe(cfg, args, env, logger, deps.bin ?? BIN);
   } catch (err) {
     // Expected failures (a model that is not there) read as one clear line, not a stack.
     if (err instanceof CheckpointError) logger.error({}, err.message);

@@ -3,7 +3,7 @@
 // the error is logged as fatal before exiting — a supervisor or Kubernetes then restarts us).
 // When started by `serve` (an IPC channel exists) it reports {type: 'ready'} and exits with its parent.
 
-import { selectEngineFactory } from '../sidecar/engine/factory.js';
+import type { EngineFactory } from '../sidecar/engine/factory.js';
 import { startSidecar } from '../sidecar/main.js';
 import type { Config } from './config.js';
 import { nextSignal } from './gateway-role.js';
@@ -11,7 +11,7 @@ import type { CliLogger } from './logger.js';
 import { progressBar } from './progress-bar.js';
 import { tracerFromEnv } from './trace-file.js';
 
-export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger: CliLogger): Promise<number> {
+export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger: CliLogger, factory: EngineFactory): Promise<number> {
   const stop = new Promise<string>((resolve) => {
     void nextSignal().then(resolve);
     process.once('disconnect', () => resolve('parent exited'));
@@ -23,8 +23,7 @@ export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger
     process.exit(1);
   });
   const bar = progressBar();
-  const factory = selectEngineFactory(env);
-  if (factory.kind === 'fake') logger.warn({}, 'ERNIE_EDGE_FAKE_ENGINE=1: using the fake engine (tests only)');
+  if (factory.kind === 'fake') logger.warn({}, 'using an injected fake engine (tests only)');
   const sidecar = await startSidecar(
     { ...cfg.sidecar, listen: cfg.engines, secret: cfg.engineSecret },
     { logger, factory, onProgress: (label, done, total) => bar.update(label, done, total), tracer: tracerFromEnv(env) },

@@ -1,5 +1,6 @@
-// createApp: the runtime-agnostic Hono app (no node:* anywhere in src/gateway). Runtime adapters
-// (adapters/node.ts, adapters/workers.ts) only choose the EngineClient and serve `handle.fetch`.
+// createApp: the runtime-agnostic Hono app (no node:* anywhere in src/gateway). Runtimes only choose
+// the EngineClient and serve `handle.fetch`: Node (src/cli/node-server.ts, entry adapters/node.ts) one
+// client for the app; Workers (adapters/workers.ts) one per request, in fetch's env (`{ engine }`).
 //
 // Middleware order: request record (id, log line, metrics) → CORS → auth (API routes only) → route.
 // Every failure goes through app.onError → errors.ts, the one mapping to HTTP.
@@ -11,7 +12,7 @@ import { silentLogger, type Logger } from '../protocol/logger.js';
 import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
-import type { AppEnv, RouteDeps } from './deps.js';
+import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
 import { GatewayMetrics } from './metrics.js';
 import { RequestRecord, type FinishedRequest } from './request-record.js';
@@ -24,7 +25,11 @@ import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
 import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
 
 export interface CreateAppOptions {
-  engine: EngineClient;
+  /**
+   * The EngineClient every request uses. Left out where each request brings its own through
+   * `fetch(req, { engine })` (Workers: a connection belongs to the request that opened it).
+   */
+  engine?: EngineClient;
   /** When set, API routes require `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** CORS: allowed origins ('*' for any). Unset: no CORS headers (same-origin only). */
@@ -46,7 +51,12 @@ export interface CreateAppOptions {
 
 export interface AppHandle {
   app: Hono<AppEnv>;
-  fetch: (req: Request) => Response | Promise<Response>;
+  /**
+   * Serves one request. `env` is the runtime's (Hono's env, fetch's usual second argument): where it
+   * is RequestBindings with an engine, that engine serves this request instead of the app's (closing
+   * it is the caller's); anything else in it (@hono/node-server's own bindings) is ignored here.
+   */
+  fetch: (req: Request, env?: RequestBindings | object) => Response | Promise<Response>;
   metrics: GatewayMetrics;
   /** While draining, /ready answers 503 (in-flight and new requests are still served). */
   setDraining(draining: boolean): void;
@@ -59,8 +69,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const logger = opts.logger ?? silentLogger;
   const metrics = opts.metrics ?? new GatewayMetrics();
   const now = opts.now ?? Date.now;
-  const deps: RouteDeps = {
-    engine: opts.engine,
+  const shared: Omit<RouteDeps, 'engine'> = {
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     now,
     servedModelName: opts.servedModelName,
@@ -111,10 +120,15 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     );
   }
 
-  // Every route is registered through `route`, which labels the request record for logs and metrics.
-  const route = (method: 'GET' | 'POST', path: string, handler: Handler<AppEnv>) => {
+  // Every route is registered through `route`, which labels the request record for logs and metrics
+  // and gives the handler its deps: the app's, or the same with the engine this request brought.
+  const route = (method: 'GET' | 'POST', path: string, make: (deps: RouteDeps) => Handler<AppEnv>) => {
+    const appHandler = opts.engine ? make({ ...shared, engine: opts.engine }) : null;
     app.on(method, path, async (c, next) => {
       c.get('rec').route = path;
+      const own = (c.env as RequestBindings | undefined)?.engine;
+      const handler = own ? make({ ...shared, engine: own }) : appHandler;
+      if (!handler) throw new Error('no EngineClient: createApp was given none and the request brought none');
       return handler(c, next);
     });
     app.all(path, (c) => {
@@ -123,25 +137,25 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     });
   };
   const isDraining = () => draining;
-  route('GET', '/health', healthHandler());
-  route('GET', '/ready', readyHandler(deps, isDraining));
-  route('GET', '/metrics', metricsHandler(deps));
+  route('GET', '/health', () => healthHandler());
+  route('GET', '/ready', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/metrics', metricsHandler);
   if (opts.chatUi ?? true) {
     // Outside auth: the page itself holds no data; it asks for the key when the API answers 401.
-    route('GET', '/', uiPageHandler());
-    route('GET', '/ui/:file', uiAssetHandler());
+    route('GET', '/', () => uiPageHandler());
+    route('GET', '/ui/:file', () => uiAssetHandler());
   }
 
   if (opts.apiKey) {
     const auth = bearerAuth(opts.apiKey);
     for (const path of ['/v1/*', '/tokenize', '/detokenize']) app.use(path, auth);
   }
-  route('POST', '/v1/chat/completions', chatHandler(deps));
-  route('POST', '/v1/completions', completionsHandler(deps));
-  route('GET', '/v1/models', listModelsHandler(deps));
-  route('GET', '/v1/models/:id{.+}', getModelHandler(deps));
-  route('POST', '/tokenize', tokenizeHandler(deps));
-  route('POST', '/detokenize', detokenizeHandler(deps));
+  route('POST', '/v1/chat/completions', chatHandler);
+  route('POST', '/v1/completions', completionsHandler);
+  route('GET', '/v1/models', listModelsHandler);
+  route('GET', '/v1/models/:id{.+}', getModelHandler);
+  route('POST', '/tokenize', tokenizeHandler);
+  route('POST', '/detokenize', detokenizeHandler);
 
   app.notFound(() => {
     throw new ApiError(404, 'Not found: no such route.', 'not_found');
@@ -154,7 +168,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
 
   return {
     app,
-    fetch: (req) => app.fetch(req),
+    fetch: (req, env) => app.fetch(req, env),
     metrics,
     setDraining: (d) => {
       draining = d;

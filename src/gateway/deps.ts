@@ -6,6 +6,8 @@ import { ApiError } from './errors.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { RequestRecord } from './request-record.js';
 
+/** What a request may bring (Hono's env, fetch's second argument): its own engine. */
+export type RequestBindings = { engine?: EngineClient };
 export type AppEnv = { Variables: { rec: RequestRecord } };
 export type AppContext = Context<AppEnv>;
 

@@ -1,6 +1,7 @@
 // The sidecar process's body: listen first (so the gateway sees NOT_READY rather than nothing), then
-// resolve and load the model, tokenizer and engine, run one warm-up request, then serve the EngineHost. Start-up lines say what
-// was loaded, like vLLM's. The CLI (src/cli/sidecar-role.ts) owns signals and exit codes.
+// load: resolve the model directory → plan the engine (./engine/plan.ts) → tokenizer → engine → the
+// start-up lines (what was loaded, like vLLM's) → one warm-up request; then serve the EngineHost.
+// The CLI (src/cli/sidecar-role.ts) owns signals and exit codes.
 
 import os from 'node:os';
 import { EngineError, type ModelInfo } from '../protocol/engine-client.js';
@@ -8,9 +9,11 @@ import type { Logger } from '../protocol/logger.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
-import { resolveModelDir } from './model/checkpoint.js';
+import { planEngine, type EnginePlan } from './engine/plan.js';
+import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { defaultBatchedTokens, defaultMaxModelLen } from './model/load.js';
+import { defaultCudaLibrary } from './model/device.js';
+import { weightBytes } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -26,7 +29,7 @@ export interface SidecarOptions {
   model?: string;
   servedModelName?: string;
   maxModelLen?: number;
-  /** maxNumBatchedTokens undefined: defaultBatchedTokens(the device the model loads on). */
+  /** maxNumBatchedTokens undefined: defaultBatchedTokens(the device the model loads on), ./engine/plan.ts. */
   engine: Omit<EngineOptions, 'maxModelLen' | 'maxNumBatchedTokens'> & { maxNumBatchedTokens?: number };
   blockSize: number;
   threads?: number;
@@ -110,64 +113,74 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   const { logger, factory } = deps;
   const t0 = performance.now();
   const placeholder = opts.model === undefined;
-  let dir: string;
-  if (placeholder) {
-    backend.setStatus('preparing the embedded default model');
-    const r = await ensureDefaultModelDir({
-      weights: factory.kind === 'native',
-      onProgress: (done, total) => deps.onProgress?.('generating default weights', done, total),
-    });
-    dir = r.dir;
-    if (r.generated) logger.info({ dir }, 'generated the embedded default model (formula weights, once per cache)');
-  } else {
-    dir = await resolveModelDir(opts.model!);
-  }
+  const dir = await modelDir(opts, deps, backend);
   logger.info({ model: opts.model ?? DEFAULT_MODEL_NAME, dir, engine: factory.kind }, 'loading model');
-
-  const load = {
-    threads: opts.threads,
-    blockSize: opts.blockSize,
-    kvCacheMemory: opts.kvCacheMemory,
-    device: opts.device ?? 'auto',
-    enforceEager: opts.enforceEager ?? false,
-    captureGraphs: true, // the server captures its CUDA graphs at startup, before /ready turns 200
-    precise: opts.precise ?? true,
-    kvCacheDtype: opts.kvCacheDtype ?? 'float32',
-    gpuMemoryUtilization: opts.memoryUtilization,
-    maxModelLen: opts.maxModelLen,
-    maxNumSeqs: opts.engine.maxNumSeqs,
-    maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
-  };
-  const plan = await factory.plan(dir, load);
-  const maxNumBatchedTokens = opts.engine.maxNumBatchedTokens ?? defaultBatchedTokens(plan.device);
-  // CPU: --gpu-memory-utilization sizes the KV cache from free RAM here; CUDA sizes it on the GPU.
-  if (opts.memoryUtilization !== undefined && plan.kvBlockBytes > 0 && plan.device !== 'cuda') {
-    const budget = opts.memoryUtilization * os.freemem() - plan.weightBytes;
-    if (budget < plan.kvBlockBytes) throw new Error(`--gpu-memory-utilization ${opts.memoryUtilization} leaves no memory for the KV cache after the weights (${plan.weightBytes} bytes)`);
-    plan.kvBlocks = Math.floor(budget / plan.kvBlockBytes);
-  }
-  const cfg = plan.checkpoint.config;
-  const maxModelLen = opts.maxModelLen ?? defaultMaxModelLen(cfg.maxPositionEmbeddings);
-  if (maxModelLen > cfg.maxPositionEmbeddings) {
-    throw new Error(`--max-model-len ${maxModelLen} exceeds the model's max_position_embeddings (${cfg.maxPositionEmbeddings})`);
-  }
-  const bundle = await loadTokenizerBundle(dir, { maxModelLen });
+  const checkpoint = await factory.readCheckpoint(dir);
+  const cudaLibrary = defaultCudaLibrary();
+  const plan = planEngine({
+    config: checkpoint.config,
+    weightBytes: weightBytes(checkpoint),
+    device: factory.resolveDevice(opts.device ?? 'auto', cudaLibrary),
+    cudaLibrary,
+    freeMemory: os.freemem(),
+    options: {
+      threads: opts.threads,
+      blockSize: opts.blockSize,
+      kvCacheMemory: opts.kvCacheMemory,
+      gpuMemoryUtilization: opts.memoryUtilization,
+      enforceEager: opts.enforceEager,
+      captureGraphs: true, // the server captures its CUDA graphs at startup, before /ready turns 200
+      precise: opts.precise,
+      kvCacheDtype: opts.kvCacheDtype,
+      maxModelLen: opts.maxModelLen,
+      maxNumSeqs: opts.engine.maxNumSeqs,
+      maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
+    },
+  });
+  const bundle = await loadTokenizerBundle(dir, { maxModelLen: plan.maxModelLen });
   logger.info({ tokenizer: bundle.source }, 'tokenizer loaded');
   const model: ModelInfo = {
     id: opts.servedModelName ?? opts.model ?? DEFAULT_MODEL_NAME,
     root: dir,
-    maxModelLen,
-    vocabSize: cfg.native.vocabSize,
+    maxModelLen: plan.maxModelLen,
+    vocabSize: checkpoint.config.native.vocabSize,
     createdAt: Math.floor(Date.now() / 1000),
     generationDefaults: await readGenerationDefaults(dir),
     placeholder,
   };
   backend.setStatus('loading weights');
-  const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens, maxModelLen };
+  const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens: plan.maxNumBatchedTokens, maxModelLen: plan.maxModelLen };
   const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer }, (onStep) =>
-    factory.create(plan, { ...load, kvBlocks: plan.kvBlocks, maxNumBatchedTokens }, engineOptions, bundle, onStep),
+    factory.create(checkpoint, plan, engineOptions, bundle, onStep),
   );
-  const kvTokens = plan.kvBlocks * plan.blockSize;
+  logLoaded(logger, opts, factory, checkpoint, plan, (performance.now() - t0) / 1000);
+  await warmUpOrClose(host, backend, logger);
+  logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');
+  if (placeholder) {
+    logger.warn(
+      { dir },
+      'SERVING THE EMBEDDED DEFAULT: formula weights with ERNIE-4.5-0.3B\'s shape and a test tokenizer. ' +
+        'Outputs are MEANINGLESS until --model names a real checkpoint (e.g. --model /path/to/ERNIE-4.5-0.3B-PT).',
+    );
+  }
+  return host;
+}
+
+/** --model's directory, or the embedded default's (generated once per cache; no weights for a double). */
+async function modelDir(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBackend): Promise<string> {
+  if (opts.model !== undefined) return resolveModelDir(opts.model);
+  backend.setStatus('preparing the embedded default model');
+  const r = await ensureDefaultModelDir({
+    weights: deps.factory.kind === 'native',
+    onProgress: (done, total) => deps.onProgress?.('generating default weights', done, total),
+  });
+  if (r.generated) deps.logger.info({ dir: r.dir }, 'generated the embedded default model (formula weights, once per cache)');
+  return r.dir;
+}
+
+/** The start-up lines that say what was loaded and how the KV cache and scheduler are sized. */
+function logLoaded(logger: Logger, opts: SidecarOptions, factory: EngineFactory, checkpoint: Checkpoint, plan: EnginePlan, loadSeconds: number): void {
+  const cfg = checkpoint.config;
   logger.info(
     {
       architecture: cfg.architecture,
@@ -178,10 +191,12 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       device: plan.device,
       isa: factory.kind === 'native' ? native().cpuInfo().best : 'fake',
       threads: opts.threads ?? os.availableParallelism(),
-      loadSeconds: +((performance.now() - t0) / 1000).toFixed(2),
+      loadSeconds: +loadSeconds.toFixed(2),
     },
     'model loaded',
   );
+  const kvTokens = plan.kvBlocks * plan.blockSize;
+  const { maxModelLen, maxNumBatchedTokens } = plan;
   logger.info(
     {
       kvBlocks: plan.kvBlocks,
@@ -198,16 +213,6 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   if (kvTokens < maxModelLen) {
     logger.warn({ kvCacheTokens: kvTokens, maxModelLen }, 'the KV cache holds fewer tokens than --max-model-len: the longest requests can never run; raise --kv-cache-memory or lower --max-model-len');
   }
-  await warmUpOrClose(host, backend, logger);
-  logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');
-  if (placeholder) {
-    logger.warn(
-      { dir },
-      'SERVING THE EMBEDDED DEFAULT: formula weights with ERNIE-4.5-0.3B\'s shape and a test tokenizer. ' +
-        'Outputs are MEANINGLESS until --model names a real checkpoint (e.g. --model /path/to/ERNIE-4.5-0.3B-PT).',
-    );
-  }
-  return host;
 }
 
 /**

@@ -1,82 +1,19 @@
-// adapters/node.ts: the gateway on a real loopback port and on a Unix socket, and graceful shutdown
-// (in-flight streams drain; past the timeout they are cut). The fake EngineClient's holdSteps() gates
-// generation, so nothing here waits on a clock except the drain timeout under test.
-import path from 'node:path';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import { request as httpRequest } from 'node:http';
+// adapters/node.ts is the Node entry: bin/ernie-edge.js runs it, it runs the CLI and exits with the
+// CLI's code (0 ok, 2 usage error).
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { serveNode } from '../../adapters/node.js';
-import { createApp } from '../../src/gateway/app.js';
-import { FakeEngine } from '../../src/protocol/fake-engine.js';
+import { BIN } from '../cli/process-helpers.js';
 
-async function start(drainTimeoutMs: number) {
-  const engine = new FakeEngine();
-  const handle = createApp({ engine });
-  const gw = await serveNode({ handle, engine, listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs });
-  const a = gw.address as { host: string; port: number };
-  return { engine, handle, gw, base: `http://127.0.0.1:${a.port}` };
-}
+const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const streamBody = JSON.stringify({ model: 'baidu/ERNIE-4.5-0.3B-PT', prompt: 'Hi', max_tokens: 3, stream: true });
-
-describe('serveNode', () => {
-  it('drains an in-flight stream on shutdown: /ready turns 503 and the stream completes', async () => {
-    const { engine, handle, gw, base } = await start(10_000);
-    const release = engine.holdSteps();
-    const res = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: streamBody });
-    await engine.whenActive(1);
-    expect(gw.inFlight).toBe(1);
-    const stopped = gw.shutdown();
-    expect(handle.draining).toBe(true);
-    expect((await handle.app.request('/ready')).status).toBe(503);
-    await expect(fetch(`${base}/health`)).rejects.toThrow(); // no new connections
-    release();
-    const text = await res.text();
-    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
-    expect(await stopped).toBe(true);
-    expect(gw.inFlight).toBe(0);
-    expect(await engine.health().catch((e: Error) => e.message)).toMatch(/dead/); // the engine client was closed
-  });
-
-  it('cuts streams still open at the drain timeout and reports it', async () => {
-    const { engine, gw, base } = await start(50);
-    engine.holdSteps();
-    const res = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: streamBody });
-    await engine.whenActive(1);
-    expect(await gw.shutdown()).toBe(false);
-    await expect(res.text()).rejects.toThrow();
-  });
-
-  it('drainDelayMs: /ready is 503 while new requests are still served, then connections are refused', async () => {
-    const engine = new FakeEngine();
-    const handle = createApp({ engine });
-    const gw = await serveNode({ handle, engine, listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs: 1000, drainDelayMs: 300 });
-    const base = `http://127.0.0.1:${(gw.address as { port: number }).port}`;
-    const stopped = gw.shutdown();
-    const ready = await fetch(`${base}/ready`);
-    expect(ready.status).toBe(503);
-    expect(ready.headers.get('connection')).toBe('close'); // clients reconnect (elsewhere) from now on
-    const res = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'baidu/ERNIE-4.5-0.3B-PT', prompt: 'Hi', max_tokens: 2 }) });
-    expect(res.status).toBe(200);
-    expect(await stopped).toBe(true);
-    await expect(fetch(`${base}/health`)).rejects.toThrow();
-  });
-
-  it('listens on a Unix socket (--uds)', async () => {
-    const engine = new FakeEngine();
-    const sock = path.join(mkdtempSync(path.join(os.tmpdir(), 'ernie-uds-')), 'api.sock');
-    const gw = await serveNode({ handle: createApp({ engine }), engine, listen: { path: sock }, drainTimeoutMs: 1000 });
-    expect(gw.address).toEqual({ path: sock });
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ socketPath: sock, path: '/health' }, (r) => {
-        r.resume();
-        resolve(r.statusCode!);
-      });
-      req.once('error', reject);
-      req.end();
-    });
-    expect(status).toBe(200);
-    expect(await gw.shutdown()).toBe(true);
+describe('the Node entry (bin/ernie-edge.js → adapters/node.ts)', () => {
+  it('runs the CLI and exits with its code', () => {
+    expect(readFileSync(BIN, 'utf8')).toMatch(/import\('\.\.\/adapters\/node\.ts'\)/);
+    const ok = spawnSync(process.execPath, [BIN, '--version'], { encoding: 'utf8', timeout: 60_000 });
+    expect([ok.status, ok.stdout.trim()]).toEqual([0, version]);
+    const usage = spawnSync(process.execPath, [BIN, 'nonsense'], { encoding: 'utf8', timeout: 60_000 });
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toMatch(/unknown command 'nonsense'/);
   });
 });

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, CliProcess, fakeEnv, pollStatus, removeTempDirs, tempDir } from './process-helpers.js';
+import { BIN, CliProcess, FAKE_BIN, fakeEnv, pollStatus, removeTempDirs, tempDir } from './process-helpers.js';
 
 function monitor(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -29,7 +29,7 @@ const complete = (maxTokens: number, signal?: AbortSignal, stream = false) =>
 
 beforeAll(async () => {
   const sock = path.join(tempDir('ernie-mon-'), 'engine.sock');
-  sidecar = new CliProcess(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--served-model-name', 'm', '--max-num-seqs', '1'], fakeEnv(tempDir('ernie-mon-cache-'), 10));
+  sidecar = new CliProcess(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--served-model-name', 'm', '--max-num-seqs', '1'], fakeEnv(tempDir('ernie-mon-cache-'), 10), FAKE_BIN);
   gateway = new CliProcess(['serve', '--role', 'gateway', '--engine', `unix:${sock}`, '--port', '0']);
   base = await gateway.baseURL();
   await pollStatus(`${base}/ready`, 200);

@@ -1,5 +1,5 @@
-// Spawns `node bin/ernie-edge.js …` as a real process and reads its JSON log lines (stdout is not a
-// TTY, so pino writes JSON). Waiting is event-driven (log lines, exit) or polling for readiness.
+// Spawns `node bin/ernie-edge.js …` (or FAKE_BIN, the same CLI over the fake native engine) as a real
+// process and reads its JSON log lines (stdout is not a TTY, so pino writes JSON). Waiting is event-driven (log lines, exit) or polling for readiness.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -7,6 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/ernie-edge.js', import.meta.url));
+/** The CLI with the fake native engine injected (test/doubles/fake-bin.js); configure it with fakeEnv(). */
+export const FAKE_BIN = fileURLToPath(new URL('../doubles/fake-bin.js', import.meta.url));
 
 export type LogLine = Record<string, unknown> & { msg?: string };
 
@@ -17,8 +19,8 @@ export class CliProcess {
   private waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
   readonly child: ChildProcess;
 
-  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
-    this.child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}, bin: string = BIN) {
+    this.child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let buf = '';
     this.child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -105,8 +107,8 @@ export async function* sseFrames(res: Response): AsyncGenerator<string> {
   }
 }
 
+/** The environment of a FAKE_BIN process: its cache root and the fake engine's step pace. */
 export const fakeEnv = (cache: string, stepMs = 0): NodeJS.ProcessEnv => ({
-  ERNIE_EDGE_FAKE_ENGINE: '1',
-  ERNIE_EDGE_FAKE_STEP_MS: String(stepMs),
+  FAKE_ENGINE_STEP_MS: String(stepMs),
   ERNIE_EDGE_CACHE: cache,
 });

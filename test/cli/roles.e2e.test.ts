@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
+import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const procs: CliProcess[] = [];
 afterEach(async () => {
@@ -14,8 +14,8 @@ afterEach(async () => {
   }
   removeTempDirs();
 });
-const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
-  const p = new CliProcess(args, env);
+const run = (args: string[], env: NodeJS.ProcessEnv = {}, bin?: string) => {
+  const p = new CliProcess(args, env, bin);
   procs.push(p);
   return p;
 };
@@ -31,7 +31,7 @@ describe('--role gateway / --role sidecar', () => {
     expect((await fetch(`${base}/ready`)).status).toBe(503);
 
     const sidecarArgs = ['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--served-model-name', 'm'];
-    const sc1 = run(sidecarArgs, env);
+    const sc1 = run(sidecarArgs, env, FAKE_BIN);
     await sc1.waitForLog((l) => l.msg === 'ready');
     expect(statSync(sock).mode & 0o777).toBe(0o600);
     await pollStatus(`${base}/ready`, 200);
@@ -50,7 +50,7 @@ describe('--role gateway / --role sidecar', () => {
     expect((await fetch(`${base}/ready`)).status).toBe(503);
     expect((await fetch(`${base}/health`)).status).toBe(200);
 
-    const sc2 = run(sidecarArgs, env); // clears the dead sidecar's stale socket file
+    const sc2 = run(sidecarArgs, env, FAKE_BIN); // clears the dead sidecar's stale socket file
     await sc2.waitForLog((l) => l.msg === 'ready');
     await pollStatus(`${base}/ready`, 200);
     const ok = await fetch(`${base}/v1/completions`, {
@@ -76,7 +76,7 @@ describe('model resolution errors', () => {
 
   it('a sidecar with a missing model directory exits 1 with the reason', async () => {
     const sock = path.join(tempDir('ernie-roles-'), 'e.sock');
-    const p = run(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--model', '/nonexistent/model/dir'], fakeEnv(tempDir('ernie-cache-')));
+    const p = run(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--model', '/nonexistent/model/dir'], fakeEnv(tempDir('ernie-cache-')), FAKE_BIN);
     expect(await p.exited).toBe(1);
     expect(p.logs.some((l) => /\/nonexistent\/model\/dir: no such directory/.test(String(l.err ?? l.msg)))).toBe(true);
   });

@@ -1,9 +1,9 @@
-// End to end: `node bin/ernie-edge.js serve` as a real process tree (gateway + supervised sidecar
-// child) with the TEST-ONLY fake engine (ERNIE_EDGE_FAKE_ENGINE=1): readiness, the official openai
-// SDK, graceful SIGTERM with a stream in flight, and kill -9 of the sidecar mid-stream.
+// End to end: `serve` as a real process tree (gateway + supervised sidecar child) with the fake native
+// engine injected (test/doubles/fake-bin.js, which the supervisor also runs for the child): readiness,
+// the official openai SDK, graceful SIGTERM with a stream in flight, and kill -9 of the sidecar mid-stream.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
+import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const MODEL = 'ernie-edge-default';
 const procs: CliProcess[] = [];
@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 function serve(stepMs: number, extra: string[] = []): CliProcess {
-  const p = new CliProcess(['serve', '--port', '0', '--drain-timeout', '20', ...extra], fakeEnv(tempDir('ernie-cache-'), stepMs));
+  const p = new CliProcess(['serve', '--port', '0', '--drain-timeout', '20', ...extra], fakeEnv(tempDir('ernie-cache-'), stepMs), FAKE_BIN);
   procs.push(p);
   return p;
 }

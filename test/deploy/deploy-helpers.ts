@@ -2,7 +2,7 @@
 // and spawning other programs (wrangler, nginx, the entrypoint) with cleanup by pid.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import net from 'node:net';
-import { CliProcess, fakeEnv, tempDir } from '../cli/process-helpers.js';
+import { CliProcess, FAKE_BIN, fakeEnv, tempDir } from '../cli/process-helpers.js';
 
 export const SECRET = 'deploy-test-secret';
 
@@ -11,6 +11,7 @@ export async function startTcpSidecar(stepMs = 2, extra: string[] = []): Promise
   const proc = new CliProcess(
     ['serve', '--role', 'sidecar', '--engine', 'tcp://127.0.0.1:0', '--served-model-name', 'm', ...extra],
     { ...fakeEnv(tempDir('ernie-deploy-cache-'), stepMs), ERNIE_EDGE_ENGINE_SECRET: SECRET },
+    FAKE_BIN,
   );
   const listening = await proc.waitForLog((l) => l.msg?.startsWith('engine protocol listening') === true);
   await proc.waitForLog((l) => l.msg === 'ready');

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, fakeEnv, pollStatus, removeTempDirs, sseFrames, tempDir } from '../cli/process-helpers.js';
+import { FAKE_BIN, fakeEnv, pollStatus, removeTempDirs, sseFrames, tempDir } from '../cli/process-helpers.js';
 import { freePorts, Proc, which } from './deploy-helpers.js';
 
 const SCRIPT = fileURLToPath(new URL('../../container/entrypoint.sh', import.meta.url));
@@ -24,7 +24,7 @@ async function start(stepMs: number, extra: string[] = []) {
   const tmp = tempDir('ernie-entry-');
   const p = new Proc('bash', [SCRIPT, '--drain-delay', '0.3', ...extra], {
     detached: true, // own process group: the afterAll SIGKILL reaches the children too
-    env: { ...process.env, ...fakeEnv(tempDir('ernie-entry-cache-'), stepMs), ERNIE_EDGE_BIN: BIN, ERNIE_EDGE_HOST: '127.0.0.1', ERNIE_EDGE_PORT: String(port), TMPDIR: tmp, ERNIE_EDGE_MODEL: '' },
+    env: { ...process.env, ...fakeEnv(tempDir('ernie-entry-cache-'), stepMs), ERNIE_EDGE_BIN: FAKE_BIN, ERNIE_EDGE_HOST: '127.0.0.1', ERNIE_EDGE_PORT: String(port), TMPDIR: tmp, ERNIE_EDGE_MODEL: '' },
   });
   procs.push(p);
   const m = await p.waitFor(/sidecar pid (\d+), gateway pid (\d+), socket (\S+)/);

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CliProcess, fakeEnv, removeTempDirs, sseFrames, tempDir } from '../cli/process-helpers.js';
+import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, sseFrames, tempDir } from '../cli/process-helpers.js';
 import { freePorts, Proc, which } from './deploy-helpers.js';
 
 const NGINX = which('nginx') ?? (existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : null);
@@ -104,7 +104,7 @@ describe.skipIf(!NGINX)('3 gateways behind nginx, one restarted under load', () 
   it('serves 200 mixed requests with zero failures; the draining gateway reports 503 on /ready first', async () => {
     const dir = tempDir('ernie-lb-');
     const sock = path.join(dir, 'engine.sock');
-    const sidecar = new CliProcess(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--served-model-name', 'm'], fakeEnv(tempDir('ernie-lb-cache-'), 8));
+    const sidecar = new CliProcess(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--served-model-name', 'm'], fakeEnv(tempDir('ernie-lb-cache-'), 8), FAKE_BIN);
     procs.push(sidecar);
     await sidecar.waitForLog((l) => l.msg === 'ready');
 

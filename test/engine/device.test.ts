@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { defaultCudaLibrary, resolveDevice } from '../../src/sidecar/model/device.js';
 import { native } from '../../src/sidecar/native.js';
-import { kvBlockBytes, loadModel } from '../../src/sidecar/model/load.js';
+import { kvBlockBytes } from '../../src/sidecar/engine/plan.js';
+import { loadModel } from '../../src/sidecar/model/load.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { TINY } from './engine-helpers.js';
 
@@ -39,10 +40,10 @@ describe('device selection', () => {
   });
   it('a bfloat16 KV cache on the CPU: blocks of half the bytes, other element types refused with a reason', async () => {
     const ck = await readCheckpoint(TINY);
-    expect(kvBlockBytes(ck, 16, 'bfloat16') * 2).toBe(kvBlockBytes(ck, 16));
+    expect(kvBlockBytes(ck.config.native, 16, 'bfloat16') * 2).toBe(kvBlockBytes(ck.config.native, 16));
     const { model } = await loadModel(TINY, { device: 'cpu', kvBlocks: 8, kvCacheDtype: 'bfloat16' });
     try {
-      expect(model.info().kvBytes).toBe(8 * kvBlockBytes(ck, 16, 'bfloat16'));
+      expect(model.info().kvBytes).toBe(8 * kvBlockBytes(ck.config.native, 16, 'bfloat16'));
     } finally {
       model.close();
     }

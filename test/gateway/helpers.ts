@@ -1,12 +1,12 @@
 // Shared helpers for gateway tests: an app over the fake engine, JSON/SSE request helpers.
 import { expect } from 'vitest';
 import { createApp, type CreateAppOptions } from '../../src/gateway/app.js';
-import { FakeEngine, type FakeEngineOptions } from '../../src/protocol/fake-engine.js';
+import { FakeEngineClient, type FakeEngineClientOptions } from '../doubles/fake-engine-client.js';
 
 export const MODEL = 'baidu/ERNIE-4.5-0.3B-PT';
 
-export function setup(opts: Partial<CreateAppOptions> = {}, engineOpts: FakeEngineOptions = {}) {
-  const engine = new FakeEngine(engineOpts);
+export function setup(opts: Partial<CreateAppOptions> = {}, engineOpts: FakeEngineClientOptions = {}) {
+  const engine = new FakeEngineClient(engineOpts);
   const handle = createApp({ engine, ...opts });
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}, init: RequestInit = {}): Promise<Response> =>
     handle.app.request(path, {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError, type EngineEvent, type SubmitRequest } from '../../src/protocol/engine-client.js';
-import { FakeEngine } from '../../src/protocol/fake-engine.js';
+import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 import { FramedEngineClient } from '../../src/protocol/framed-client.js';
 import { FrameDecoder } from '../../src/protocol/framing.js';
 import { decodeMessage, encodeMessage } from '../../src/protocol/messages.js';
@@ -15,7 +15,7 @@ const req = (id: string, maxTokens = 6): SubmitRequest => ({ id, prompt: { kind:
 
 /** A client whose connector serves `engine` over a fresh in-memory pair per connection. */
 function harness(opts: { secret?: string; clientSecret?: string; failConnects?: number } = {}) {
-  const engine = new FakeEngine();
+  const engine = new FakeEngineClient();
   const served: { server: ServedConnection; transport: ByteTransport }[] = [];
   const delays: number[] = [];
   let connects = 0;
@@ -45,7 +45,7 @@ const text = (evs: EngineEvent[]) => evs.flatMap((e) => (e.type === 'delta' ? e.
 describe('FramedEngineClient over serveEngine', () => {
   it('streams the same events as the engine in-process', async () => {
     const { client } = harness();
-    const direct = await collect(new FakeEngine().stream(req('a')));
+    const direct = await collect(new FakeEngineClient().stream(req('a')));
     const remote = await collect(client.stream(req('a')));
     expect(remote.map((e) => e.type)).toEqual(direct.map((e) => e.type));
     expect(text(remote)).toBe(text(direct));
@@ -140,7 +140,7 @@ describe('FramedEngineClient over serveEngine', () => {
 
   it('the server refuses a protocol version mismatch and closes', async () => {
     const [a, b] = createTransportPair();
-    serveEngine(b, new FakeEngine());
+    serveEngine(b, new FakeEngineClient());
     const dec = new FrameDecoder();
     const got: unknown[] = [];
     let closed = false;
@@ -154,7 +154,7 @@ describe('FramedEngineClient over serveEngine', () => {
 
   it('the server drops a peer that sends garbage or skips the handshake', async () => {
     const [a, b] = createTransportPair();
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     const served = serveEngine(b, engine);
     await a.write(encodeMessage('STATS', { cid: 1 }));
     await served.done;

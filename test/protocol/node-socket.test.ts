@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, SubmitRequest } from '../../src/protocol/engine-client.js';
-import { FakeEngine } from '../../src/protocol/fake-engine.js';
+import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 import { createTcpEngineClient, createUnixEngineClient, listenTcp, listenUnix, type EngineSocketServer } from '../../src/protocol/node-socket.js';
 
 const sampling: SubmitRequest['sampling'] = {
@@ -32,21 +32,21 @@ afterEach(async () => {
 describe('Unix socket', () => {
   it('serves with mode 0600 and streams end to end', async () => {
     const path = join(dir, 'engine.sock');
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     servers.push(await listenUnix(path, engine));
     expect((await stat(path)).mode & 0o777).toBe(0o600);
     const client = createUnixEngineClient(path, { sleep: noSleep });
     const evs = await collect(client.stream(req('u1')));
     expect(evs.map((e) => e.type)).toEqual(['accepted', 'delta', 'delta', 'delta', 'delta', 'delta', 'done']);
     expect(evs[0]).toMatchObject({ promptText: '你好', promptTokenIds: expect.any(Array) });
-    const direct = await collect(new FakeEngine().stream(req('u1')));
+    const direct = await collect(new FakeEngineClient().stream(req('u1')));
     expect(evs.slice(1, -1)).toEqual(direct.slice(1, -1));
     await client.close();
   });
 
   it('a slow reader does not stall a concurrent request on the same socket', async () => {
     const path = join(dir, 'engine.sock');
-    servers.push(await listenUnix(path, new FakeEngine({ tokensPerStep: 4 })));
+    servers.push(await listenUnix(path, new FakeEngineClient({ tokensPerStep: 4 })));
     const client = createUnixEngineClient(path, { sleep: noSleep });
     const slow = client.stream(req('slow', 2000))[Symbol.asyncIterator]();
     await slow.next();
@@ -60,7 +60,7 @@ describe('Unix socket', () => {
 
   it('a sidecar restart: open streams get ENGINE_DEAD, the next call reconnects', async () => {
     const path = join(dir, 'engine.sock');
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     const first = await listenUnix(path, engine);
     const client = createUnixEngineClient(path, { sleep: noSleep, retry: { attempts: 3 } });
     const release = engine.holdSteps();
@@ -80,14 +80,14 @@ describe('Unix socket', () => {
 
   it('refuses to start over a live server', async () => {
     const path = join(dir, 'engine.sock');
-    servers.push(await listenUnix(path, new FakeEngine()));
-    await expect(listenUnix(path, new FakeEngine())).rejects.toThrow(/already listening/);
+    servers.push(await listenUnix(path, new FakeEngineClient()));
+    await expect(listenUnix(path, new FakeEngineClient())).rejects.toThrow(/already listening/);
   });
 });
 
 describe('TCP', () => {
   it('requires a secret, and checks it', async () => {
-    const engine = new FakeEngine();
+    const engine = new FakeEngineClient();
     await expect(listenTcp('127.0.0.1', 0, engine, { secret: '' })).rejects.toThrow(/secret/);
     const server = await listenTcp('127.0.0.1', 0, engine, { secret: 'topsecret' });
     servers.push(server);

@@ -71,7 +71,7 @@ export interface EngineStatsNative {
 export interface EngineOptions {
   maxNumSeqs: number; // default 256
   maxNumBatchedTokens: number; // token budget per step (the server: 512 on CPU, 2048 on CUDA)
-  maxModelLen: number; // default defaultMaxModelLen (../model/load.ts)
+  maxModelLen: number; // planned by planEngine (./plan.ts)
   enablePrefixCaching: boolean; // default true
   seed: number; // engine RNG seed for requests without one (default 0)
   /** Prefill batching (native/src/engine/scheduler.h): while a quarter of maxNumSeqs decode, new

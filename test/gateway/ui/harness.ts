@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createApp, type AppHandle, type CreateAppOptions } from '../../../src/gateway/app.js';
-import { FakeEngine, type FakeEngineOptions } from '../../../src/protocol/fake-engine.js';
+import { FakeEngineClient, type FakeEngineClientOptions } from '../../doubles/fake-engine-client.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -17,15 +17,15 @@ export const SHOTS = join(process.cwd(), 'test-results', 'ui');
 
 export interface TestServer {
   url: string;
-  engine: FakeEngine;
+  engine: FakeEngineClient;
   handle: AppHandle;
   /** Prometheus text from /metrics. */
   metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
-export async function startServer(app: Partial<CreateAppOptions> = {}, engineOpts: FakeEngineOptions = {}): Promise<TestServer> {
-  const engine = new FakeEngine(engineOpts);
+export async function startServer(app: Partial<CreateAppOptions> = {}, engineOpts: FakeEngineClientOptions = {}): Promise<TestServer> {
+  const engine = new FakeEngineClient(engineOpts);
   const handle = createApp({ engine, ...app });
   let server!: ReturnType<typeof serve>;
   const port = await new Promise<number>((resolve) => {

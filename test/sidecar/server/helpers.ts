@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import type { EngineEvent, ModelInfo, SamplingParams, SubmitRequest } from '../../../src/protocol/engine-client.js';
 import type { Tracer } from '../../../src/protocol/trace.js';
-import { FakeNativeEngine, type FakeNativeEngineOptions } from '../../../src/sidecar/engine/fake-native-engine.js';
+import { FakeNativeEngine, type FakeNativeEngineOptions } from '../../doubles/fake-native-engine.js';
 import type { EngineRequest } from '../../../src/sidecar/engine/native-engine.js';
 import { EngineHost } from '../../../src/sidecar/server/engine-host.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';

@@ -8,11 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../../src/protocol/engine-client.js';
 import { createUnixEngineClient } from '../../../src/protocol/node-socket.js';
-import { type EngineFactory, fakeEngineFactory } from '../../../src/sidecar/engine/factory.js';
+import type { EngineFactory } from '../../../src/sidecar/engine/factory.js';
 import { startSidecar } from '../../../src/sidecar/main.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir, ERNIE_GENERATION_CONFIG } from '../../../src/sidecar/model/default-bundle.js';
 import { readGenerationDefaults } from '../../../src/sidecar/server/generation-defaults.js';
 import { LoadingBackend } from '../../../src/sidecar/server/loading-backend.js';
+import { fakeNativeEngineFactory } from '../../doubles/fake-native-engine-factory.js';
 import { request } from './helpers.js';
 
 const REAL_ERNIE = fileURLToPath(new URL('../../../../shared/ernie-4.5-0.3b', import.meta.url));
@@ -32,7 +33,7 @@ describe('startSidecar (fake engine)', () => {
         maxNumQueuedReqs: 8,
         listen: [{ kind: 'unix', path: sock }],
       },
-      { logger: { ...quiet, warn: (_o: object, m?: string) => warnings.push(m ?? '') }, factory: fakeEngineFactory() },
+      { logger: { ...quiet, warn: (_o: object, m?: string) => warnings.push(m ?? '') }, factory: fakeNativeEngineFactory() },
     );
     await sc.loaded;
     expect(warnings.some((w) => /MEANINGLESS until --model/.test(w))).toBe(true);
@@ -50,8 +51,8 @@ describe('startSidecar (fake engine)', () => {
   });
 
   // --max-num-batched-tokens absent: the budget follows the device the model loads on (512 CPU,
-  // 2048 CUDA: defaultBatchedTokens); given, it is kept. Both the load options (CUDA graphs are
-  // sized by it) and the engine get the resolved value.
+  // 2048 CUDA: defaultBatchedTokens, src/sidecar/engine/plan.ts); given, it is kept. Both the load
+  // options (CUDA graphs are sized by it) and the engine get the resolved value.
   it.each([
     ['cpu', undefined, 512],
     ['cuda', undefined, 2048],
@@ -60,15 +61,16 @@ describe('startSidecar (fake engine)', () => {
   ] as const)('token budget on %s with --max-num-batched-tokens %s: %i', async (device, given, expected) => {
     const savedCache = process.env.ERNIE_EDGE_CACHE;
     process.env.ERNIE_EDGE_CACHE = tmp('ernie-cache-');
-    const fake = fakeEngineFactory();
+    const fake = fakeNativeEngineFactory();
     const seen: { load?: number; engine?: number } = {};
     const factory: EngineFactory = {
       kind: 'fake',
-      plan: async (dir, load) => ({ ...(await fake.plan(dir, load)), device }),
-      create: (plan, load, engine, bundle, onStep) => {
-        seen.load = load.maxNumBatchedTokens;
+      readCheckpoint: (dir) => fake.readCheckpoint(dir),
+      resolveDevice: () => device,
+      create: (checkpoint, plan, engine, bundle, onStep) => {
+        seen.load = plan.load.maxNumBatchedTokens;
         seen.engine = engine.maxNumBatchedTokens;
-        return fake.create(plan, load, engine, bundle, onStep);
+        return fake.create(checkpoint, plan, engine, bundle, onStep);
       },
     };
     const sock = path.join(tmp('ernie-sc-'), 'engine.sock');

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/gateway/app.js';
 import { createUnixEngineClient } from '../../../src/protocol/node-socket.js';
-import { fakeEngineFactory, type EngineFactory } from '../../../src/sidecar/engine/factory.js';
+import type { EngineFactory } from '../../../src/sidecar/engine/factory.js';
+import { fakeNativeEngineFactory } from '../../doubles/fake-native-engine-factory.js';
 import { Finish, type EngineRequest, type NativeEngine } from '../../../src/sidecar/engine/native-engine.js';
 import { startSidecar, type SidecarOptions } from '../../../src/sidecar/main.js';
 import { WARM_UP_REQUEST } from '../../../src/sidecar/server/warm-up.js';
@@ -18,12 +19,13 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
   const seen: EngineRequest[] = [];
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
-  const inner = fakeEngineFactory();
+  const inner = fakeNativeEngineFactory();
   const factory: EngineFactory = {
     kind: 'fake',
-    plan: (dir, load) => inner.plan(dir, load),
-    async create(plan, load, engine, bundle, onStep) {
-      const e = await inner.create(plan, load, engine, bundle, (outs) =>
+    readCheckpoint: (dir) => inner.readCheckpoint(dir),
+    resolveDevice: (choice, lib) => inner.resolveDevice(choice, lib),
+    async create(checkpoint, plan, engine, bundle, onStep) {
+      const e = await inner.create(checkpoint, plan, engine, bundle, (outs) =>
         onStep(opts.failAll ? outs.map((o) => ({ ...o, tokens: new Int32Array(0), finish: Finish.Error, error: 'kernel failure' })) : outs),
       );
       const gated: NativeEngine = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError, type EngineEvent, type SubmitRequest } from '../../src/protocol/engine-client.js';
-import { FakeEngine } from '../../src/protocol/fake-engine.js';
+import { FakeEngineClient } from './fake-engine-client.js';
 import { FramedEngineClient } from '../../src/protocol/framed-client.js';
 import { serveEngine } from '../../src/protocol/serve-engine.js';
 import { webStreamTransport } from '../../src/protocol/web-stream-transport.js';
@@ -11,7 +11,7 @@ const sampling: SubmitRequest['sampling'] = {
 };
 const req = (over: Partial<SubmitRequest['sampling']> = {}, n = 1, id = 'r'): SubmitRequest => ({ id, prompt: { kind: 'text', text: 'p' }, sampling: { ...sampling, ...over }, n, echo: false });
 
-async function run(engine: FakeEngine, r: SubmitRequest) {
+async function run(engine: FakeEngineClient, r: SubmitRequest) {
   const evs: EngineEvent[] = [];
   for await (const e of engine.stream(r)) evs.push(e);
   const texts: string[] = Array.from({ length: r.n }, () => '');
@@ -23,9 +23,9 @@ async function run(engine: FakeEngine, r: SubmitRequest) {
   return { evs, texts, finish };
 }
 
-describe('FakeEngine', () => {
+describe('FakeEngineClient', () => {
   it('is deterministic per seed, differs across choices, and respects max_tokens', async () => {
-    const e = new FakeEngine();
+    const e = new FakeEngineClient();
     const a = await run(e, req({}, 2));
     const b = await run(e, req({}, 2));
     expect(a.texts).toEqual(b.texts);
@@ -37,14 +37,14 @@ describe('FakeEngine', () => {
   });
 
   it('fixedStart: every choice starts at that corpus offset, so the reply is exactly the corpus, then EOS', async () => {
-    const e = new FakeEngine({ corpus: '<b>x</b>', fixedStart: 0 });
+    const e = new FakeEngineClient({ corpus: '<b>x</b>', fixedStart: 0 });
     const r = await run(e, req({ maxTokens: null }, 2));
     expect(r.texts).toEqual(['<b>x</b>', '<b>x</b>']);
     expect(r.finish).toEqual(['stop', 'stop']);
   });
 
   it('withholds stop strings, including ones split across tokens', async () => {
-    const e = new FakeEngine();
+    const e = new FakeEngineClient();
     const full = (await run(e, req({ ignoreEos: true, maxTokens: 60 }))).texts[0]!;
     const stop = full.slice(20, 24);
     const { texts, finish, evs } = await run(e, req({ ignoreEos: true, maxTokens: 60, stop: [stop] }));
@@ -55,13 +55,13 @@ describe('FakeEngine', () => {
   });
 
   it('ends with eos after one corpus lap unless ignore_eos', async () => {
-    const e = new FakeEngine({ corpus: 'abc' });
+    const e = new FakeEngineClient({ corpus: 'abc' });
     expect((await run(e, req({ maxTokens: null }))).texts[0]).toHaveLength(3);
     expect((await run(e, req({ maxTokens: 7, ignoreEos: true }))).texts[0]).toHaveLength(7);
   });
 
   it('reports logprobs with a sorted top list whose probabilities sum below 1', async () => {
-    const { evs } = await run(new FakeEngine(), req({ logprobs: 4, maxTokens: 5 }));
+    const { evs } = await run(new FakeEngineClient(), req({ logprobs: 4, maxTokens: 5 }));
     for (const e of evs) if (e.type === 'delta') for (const lp of e.choices[0]!.logprobs!) {
       expect(lp.top).toHaveLength(4);
       expect(lp.top[0]!.tokenId).toBe(lp.tokenId);
@@ -72,7 +72,7 @@ describe('FakeEngine', () => {
   });
 
   it('queue limit, readiness, failures and stats', async () => {
-    const e = new FakeEngine({ maxRunning: 1, maxQueued: 1 });
+    const e = new FakeEngineClient({ maxRunning: 1, maxQueued: 1 });
     const release = e.holdSteps();
     const its = [e.stream(req({}, 1, 'a')), e.stream(req({}, 1, 'b'))].map((s) => s[Symbol.asyncIterator]());
     await Promise.all(its.map((it) => it.next()));
@@ -95,7 +95,7 @@ describe('webStreamTransport (Workers connect() shape)', () => {
     const up = new TransformStream<Uint8Array, Uint8Array>();
     const down = new TransformStream<Uint8Array, Uint8Array>();
     const close = async () => undefined;
-    serveEngine(webStreamTransport({ readable: up.readable, writable: down.writable, close }), new FakeEngine(), { secret: 's' });
+    serveEngine(webStreamTransport({ readable: up.readable, writable: down.writable, close }), new FakeEngineClient(), { secret: 's' });
     const client = new FramedEngineClient({ secret: 's', connect: async () => webStreamTransport({ readable: down.readable, writable: up.writable, close }) });
     const evs: EngineEvent[] = [];
     for await (const ev of client.stream(req())) evs.push(ev);

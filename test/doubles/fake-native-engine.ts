@@ -4,8 +4,8 @@
 // n choices forked after prefill, stop token ids, maxTokens / maxModelLen → Length, logprobs arrays of
 // the native layout, stats(), close() ending running requests with Finish.Abort.
 //
-// Used by the sidecar's unit tests and, selected with ERNIE_EDGE_FAKE_ENGINE=1 (TEST-ONLY), by the
-// end-to-end process tests, so they run without model weights. Output: choice c of a request cycles
+// Used by the sidecar's unit tests and, through ./fake-native-engine-factory.ts and ./fake-bin.js, by
+// the end-to-end process tests, so they run without model weights. Output: choice c of a request cycles
 // `corpus` from an offset fixed by (seed or prompt hash, c; greedy ignores c), one lap, then `eosId`.
 // `script` overrides that per request (tests feeding exact token sequences).
 //
@@ -13,7 +13,7 @@
 // blocks fit the pool; prefill takes one step whatever its length (no chunking: not what tests probe).
 // Steps run on a timer (`stepMs`, 0 = setImmediate) while there is work, or only on step() (`manual`).
 
-import { Finish, type EngineOptions, type EngineRequest, type EngineStatsNative, type NativeEngine, type StepCallback, type StepOutput } from './native-engine.js';
+import { Finish, type EngineOptions, type EngineRequest, type EngineStatsNative, type NativeEngine, type StepCallback, type StepOutput } from '../../src/sidecar/engine/native-engine.js';
 
 export interface FakeNativeEngineOptions {
   engine: EngineOptions;

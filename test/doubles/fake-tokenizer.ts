@@ -2,7 +2,7 @@
 // specials. Reversible and deterministic, which is all gateway tests need; mixed Chinese/English text
 // exercises multi-byte UTF-8 in token bytes and text offsets.
 
-import type { ChatMessage } from './engine-client.js';
+import type { ChatMessage } from '../../src/protocol/engine-client.js';
 
 export const UNK_ID = 0;
 export const BOS_ID = 1;

@@ -1,5 +1,6 @@
 // An in-memory EngineClient for gateway tests: deterministic text (see ./fake-generation.ts), the same
-// error values a real engine reports, and knobs to steer timing and failures without real sleeps.
+// error values a real engine reports (the context-length check is the sidecar's own: completionBudget,
+// src/sidecar/server/prompt.ts), and knobs to steer timing and failures without real sleeps.
 //
 // Knobs: setReady/setDraining, holdSteps() (generation pauses before its next step until released),
 // failNext(err) (next stream() fails before `accepted`), failAfter(tokens, code) (next request errors
@@ -17,11 +18,12 @@ import {
   type ModelInfo,
   type SubmitRequest,
   type TokenizeRequest,
-} from './engine-client.js';
+} from '../../src/protocol/engine-client.js';
+import { completionBudget } from '../../src/sidecar/server/prompt.js';
 import { DEFAULT_CORPUS, FakeChoice, hashIds } from './fake-generation.js';
 import { FakeTokenizer } from './fake-tokenizer.js';
 
-export interface FakeEngineOptions {
+export interface FakeEngineClientOptions {
   model?: Partial<ModelInfo>;
   corpus?: string;
   ready?: boolean;
@@ -47,14 +49,14 @@ interface Active {
   dead: EngineError | null;
 }
 
-export class FakeEngine implements EngineClient {
+export class FakeEngineClient implements EngineClient {
   readonly submitted: SubmitRequest[] = [];
   readonly aborts: { id: string; via: AbortVia }[] = [];
   readonly info: ModelInfo;
   readonly tokenizer: FakeTokenizer;
   private readonly corpus: number[];
   private readonly activeReqs = new Map<string, Active>();
-  private readonly opts: Required<Omit<FakeEngineOptions, 'model' | 'corpus' | 'ready' | 'fixedStart'>>;
+  private readonly opts: Required<Omit<FakeEngineClientOptions, 'model' | 'corpus' | 'ready' | 'fixedStart'>>;
   private readonly fixedStart: number | null;
   private ready: boolean;
   private draining = false;
@@ -65,7 +67,7 @@ export class FakeEngine implements EngineClient {
   private activeWaiters: { n: number; resolve: () => void }[] = [];
   private totals = { prompt: 0, generation: 0, prefixQueries: 0, prefixHits: 0 };
 
-  constructor(options: FakeEngineOptions = {}) {
+  constructor(options: FakeEngineClientOptions = {}) {
     this.info = {
       id: 'baidu/ERNIE-4.5-0.3B-PT',
       root: '/models/ERNIE-4.5-0.3B-PT',
@@ -146,7 +148,7 @@ export class FakeEngine implements EngineClient {
       throw new EngineError('QUEUE_FULL', 'the waiting queue is full; retry later');
     }
     const promptIds = this.promptIds(req);
-    const maxTokens = this.checkLength(req, promptIds.length);
+    const maxTokens = completionBudget(req.prompt, promptIds.length, req.sampling.maxTokens, this.info.maxModelLen);
     const midFail = this.nextMidStreamFailure;
     this.nextMidStreamFailure = null;
 
@@ -261,22 +263,6 @@ export class FakeEngine implements EngineClient {
     }
     const text = p.kind === 'text' ? p.text : this.tokenizer.applyChatTemplate(p.messages, p.addGenerationPrompt);
     return this.tokenizer.encode(text, true);
-  }
-
-  /** Returns the effective max tokens; rejects prompts that leave no room, like vLLM. */
-  private checkLength(req: SubmitRequest, promptTokens: number): number {
-    const max = this.info.maxModelLen;
-    const param = req.prompt.kind === 'chat' ? 'messages' : 'prompt';
-    const asked = req.sampling.maxTokens;
-    if (promptTokens >= max || (asked !== null && promptTokens + asked > max)) {
-      throw new EngineError(
-        'INVALID_REQUEST',
-        `This model's maximum context length is ${max} tokens. However, you requested ${promptTokens + (asked ?? 0)} tokens ` +
-          `(${promptTokens} in the ${param}, ${asked ?? 0} in the completion). Please reduce the length of the ${param} or completion.`,
-        param,
-      );
-    }
-    return asked ?? max - promptTokens;
   }
 
   private async pause(state: Active): Promise<void> {

@@ -3,7 +3,7 @@
 // withheld (a partial stop-string match is held back until resolved), stop token ids, eos, max_tokens,
 // and logprobs with plausible values (probabilities of the top list sum to < 1, sorted descending).
 
-import type { ChoiceDelta, SamplingParams, TokenLogprob } from './engine-client.js';
+import type { ChoiceDelta, SamplingParams, TokenLogprob } from '../../src/protocol/engine-client.js';
 import { EOS_ID, type FakeTokenizer } from './fake-tokenizer.js';
 
 export const DEFAULT_CORPUS =

@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// bin/ernie-edge.js with the fake native engine injected (./fake-native-engine-factory.ts): the CLI the
+// process tests run, so they need no model weights. `serve` runs this same file again for its sidecar
+// child. FAKE_ENGINE_STEP_MS paces the fake's steps (default 0: one step per macrotask).
+import { fileURLToPath } from 'node:url';
+import { register } from 'tsx/esm/api';
+
+register();
+const { main } = await import('../../src/cli/main.ts');
+const { fakeNativeEngineFactory } = await import('./fake-native-engine-factory.ts');
+const stepMs = Number(process.env.FAKE_ENGINE_STEP_MS ?? 0) || 0;
+const code = await main(process.argv.slice(2), process.env, { engineFactory: fakeNativeEngineFactory({ stepMs }), bin: fileURLToPath(import.meta.url) });
+process.exit(code);
