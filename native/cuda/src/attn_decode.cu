@@ -34,7 +34,6 @@ template <int REP, int D, typename KV, int NW, int QPW>
 __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
                                                          int heads, int KVH, int bs, int P, int NP, float scale,
                                                          int planes, float* part_acc, float* part_ml, bf16* act) {
-  pdl_begin();
   constexpr int NQ = NW * QPW;  // query vectors per tile
   constexpr int NT = NW * 32;   // threads
   constexpr int DL = D / 32;    // output dims per lane
@@ -147,7 +146,6 @@ __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, cons
 
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
                                     int D, int P, int NP, int planes, bf16* act) {
-  pdl_begin();
   if (int(blockIdx.x) >= m.counts[0]) return;
   const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
   const int rep = heads / KVH, g = h / rep, hh = h % rep;
@@ -248,7 +246,6 @@ template <int REP, int D, typename KV, bool QLO, int NWK>
 __global__ void __launch_bounds__(NWK * 32)
     attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                            int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
-  pdl_begin();
   constexpr bool KVLO = sizeof(KV) == 4;
   constexpr int P = NWK * kWarpKeys;
   constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
@@ -516,7 +513,6 @@ template <int REP, int D, int NW>
 __global__ void __launch_bounds__(NW * 32)
     attn_decode_walk_kernel(const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                             int bs, float scale_log2, bool contig, bf16* act) {
-  pdl_begin();
   constexpr int LD = D + 8, KS = D / 16, NO = D / 8, PPR = D * 2 / 16;  // PPR: 16-byte pieces per row
   static_assert(REP <= 16 && D % 16 == 0, "REP <= 16 heads in the mma rows");
   extern __shared__ __align__(16) unsigned char smem_raw[];

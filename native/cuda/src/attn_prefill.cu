@@ -63,7 +63,6 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
     attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                         int rep, int bs, float scale_log2, bf16* act) {
   static_assert(ST == 0 || (!KVLO && sizeof(KV) == 2), "cp.async stages hold a bf16 cache as it is");
-  pdl_begin();
   constexpr int KS = D / 16;  // mma k-steps over the head dim (S = q·K^T)
   constexpr int NO = D / 8;   // output n-tiles (O = P·V)
   constexpr int NS = kGroupKeys / 8;

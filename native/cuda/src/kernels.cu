@@ -45,7 +45,6 @@ __device__ T block_reduce(T v, T* red, Op op) {
 __device__ float block_sum(float v, float* red) { return block_reduce(v, red, Sum{}); }
 
 __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, float* x) {
-  pdl_begin();
   const int r = blockIdx.x;
   const bf16* row = table + size_t(token[r]) * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[size_t(r) * H + i] = __bfloat162float(row[i]);
@@ -68,7 +67,6 @@ __global__ void __launch_bounds__(kNormThreads)
     residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R,
                             int H, const float* __restrict__ w, float eps, bool write_x, int planes,
                             bf16* __restrict__ act) {
-  pdl_begin();
   __shared__ float red[33];
   const int i = blockIdx.x;
   const int r = rows ? rows[i] : i;
@@ -110,7 +108,6 @@ constexpr int kNormMaxE = 32;  // rows up to 8192 wide
 template <typename KV, typename YT>
 __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
                                bool interleaved, int planes, float* q_out, KV* k_cache, KV* v_cache, int T) {
-  pdl_begin();
   const int r = blockIdx.x;
   const int QD = heads * D, KVD = kv_heads * D, W = QD + 2 * KVD, half = D / 2;
   const size_t row = size_t(r) * W, lo = size_t(T) * W;
@@ -156,7 +153,6 @@ __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads
 // 8-byte (bf16) loads of the gate and up halves.
 template <typename YT>
 __global__ void silu_mul_kernel(const YT* __restrict__ y, int T, int I, int planes, bf16* __restrict__ act) {
-  pdl_begin();
   const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   if (idx >= size_t(T) * I) return;
   const size_t r = idx / I, i = idx % I, lo = size_t(T) * 2 * I;
@@ -175,7 +171,6 @@ __global__ void silu_mul_kernel(const YT* __restrict__ y, int T, int I, int plan
 }
 
 __global__ void logits_sum_kernel(const float* y, int R, int V, int planes, float* logits) {
-  pdl_begin();
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(R) * V) return;
   logits[idx] = planes_sum(y, idx, size_t(R) * V, planes);
@@ -198,7 +193,6 @@ __device__ __forceinline__ int32_t argmax_key_index(unsigned long long k) {
 // (zeroed before). NaN never wins; a row of NaNs keeps key 0.
 constexpr int kArgmaxSpan = 4096;
 __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, unsigned long long* keys) {
-  pdl_begin();
   __shared__ unsigned long long red[33];
   const int r = blockIdx.x, t = threadIdx.x;
   const int v0 = blockIdx.y * kArgmaxSpan, v1 = min(V, v0 + kArgmaxSpan);
@@ -212,7 +206,6 @@ __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, u
 }
 
 __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32_t* out) {
-  pdl_begin();
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < R) out[r] = argmax_key_index(keys[r]);
 }
@@ -283,7 +276,6 @@ __device__ __forceinline__ float radix_select(const float* w, int V, float lo, u
 
 __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int R, int V, int planes,
                                                                 const SampleParams* sp, int32_t* out) {
-  pdl_begin();
   __shared__ float fred[33];
   __shared__ unsigned long long kred[33];
   __shared__ unsigned long long hist[kSampleHists][256];
@@ -394,7 +386,6 @@ __global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a,
   const int grp = warp / KS, ksl = warp % KS;
   const int n0 = (blockIdx.x * GROUPS + grp) * kNC;
   const int slice = K / KS, kb = ksl * slice, ke = kb + slice;
-  pdl_begin();
   float acc[MMAX][kNC];
 #pragma unroll
   for (int i = 0; i < MMAX; ++i)
@@ -466,7 +457,6 @@ void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, void
 }
 
 __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t block_words) {
-  pdl_begin();
   const size_t src = size_t(pairs[2 * blockIdx.y]), dst = size_t(pairs[2 * blockIdx.y + 1]);
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < block_words; i += size_t(gridDim.x) * blockDim.x)
     cache[dst * block_words + i] = cache[src * block_words + i];

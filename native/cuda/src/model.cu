@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ernie_cuda.h"
+#include "env_switches.h"
 #include "kernels.cuh"
 #include "launch.cuh"
 #include "profiler.h"
@@ -71,11 +72,6 @@ std::recursive_mutex& api_mutex() {
   return m;
 }
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 void set_err(char* err, int errlen, const std::string& msg) {
   if (err && errlen > 0) std::snprintf(err, size_t(errlen), "%s", msg.c_str());
 }
@@ -93,21 +89,10 @@ struct Layer {
 }  // namespace
 
 struct EeCudaModel {
+  const eec::EnvSwitches env = eec::read_env_switches();  // first: members below read it
   EeCudaModelDesc d{};
   int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0;
   cudaStream_t st = nullptr;
-  // ERNIE_CUDA_OVERLAP=1 (off by default): mixed steps run the prefill tiles' attention on
-  // `side` beside the decode rows' attention on `st` (fork / join through the two events, captured
-  // into the graphs as well). Why: the prefill kernel's time is the serial chain of its longest
-  // tile, and most SMs sit idle while it runs; the decode rows fill them (measured on the H200,
-  // bf16, 256 streams: mixed steps of ~785 rows 3.32 -> 2.87 ms, the run 70.3k -> 76.1k tok/s).
-  // Its batch-invariance failures (35/64 alike in 3 of 13 test runs) were failed lazy graph
-  // captures (see api_mutex), which hit the default path too; since that fix the GPU tests pass
-  // with it on. Off: with the cp.async prefill kernel it no longer gains (bench/gpu.ts, 256
-  // streams: 85.5k / 86.4k on against 86.8k off) and single streams ran ~7% slower with it on.
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
-  bool overlap = env_int("ERNIE_CUDA_OVERLAP", 0) == 1;
   cublasHandle_t blas = nullptr;
   void* blas_ws = nullptr;
   std::vector<void*> owned;  // device allocations freed on destroy
@@ -117,7 +102,7 @@ struct EeCudaModel {
   float* inv_freq = nullptr;
   // With one activation plane, GEMMs (cuBLAS's and our GEMV) write bf16 (what bf16 engines compute:
   // HF rounds every projection's output to bf16) instead of fp32, halving the bytes each GEMM writes
-  // and the next kernel reads. ERNIE_CUDA_BF16_OUT=0: fp32 outputs. The LM head always writes fp32.
+  // and the next kernel reads (ERNIE_CUDA_BF16_OUT=0: fp32 outputs). The LM head always writes fp32.
   bool bf16_out = false;
   std::vector<Layer> layers;
   // KV cache, per layer K then V: [num_blocks + 1, block_size, kv_heads, head_dim], fp32 or bf16
@@ -128,13 +113,13 @@ struct EeCudaModel {
   int planes = 2;  // activation planes: 2 precise (hi + lo bf16), 1 plain bf16
   // With a bf16 cache and one plane, steps of 128+ decode rows read each (row, KV head) whole in one
   // block (attn_decode_walk_kernel) instead of key partitions and a combine kernel.
-  // ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size.
+  // (ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size.)
   bool walk = false;
   // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS. Measured on the H200 (whole
   // decode steps): the GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a
   // fraction of HBM bandwidth) and loses at 8 (1.36 vs 1.09 ms per step) and 16 (1.96 vs 1.25 ms).
-  // ERNIE_CUDA_NO_GEMV=1: cuBLAS only; ERNIE_CUDA_GEMV_MAX_M=N moves the threshold (at most 16).
-  int gemv_max_m = std::getenv("ERNIE_CUDA_NO_GEMV") ? 0 : env_int("ERNIE_CUDA_GEMV_MAX_M", 4);
+  // ERNIE_CUDA_NO_GEMV / ERNIE_CUDA_GEMV_MAX_M move the threshold (env_switches.h).
+  int gemv_max_m = env.gemv_max_m;
   uint64_t weight_bytes = 0, kv_bytes = 0;
 
   // Step buffers (capacities: rows T, logit rows R, attention partials (rows x partitions) RP,
@@ -154,9 +139,9 @@ struct EeCudaModel {
   std::set<std::array<int, 4>> no_graph;  // plans whose capture failed: run eagerly (graph_for)
   // ERNIE_CUDA_FAIL_CAPTURES=N (tests only): the next N captures while serving fail on purpose, so
   // that the eager fallback of graph_for is exercised.
-  int fail_captures = env_int("ERNIE_CUDA_FAIL_CAPTURES", 0);
+  int fail_captures = env.fail_captures;
   uint64_t graph_steps = 0, eager_steps = 0, captures = 0;
-  eec::Profiler prof;
+  eec::Profiler prof{env};
   std::string shape;  // profile label suffix of the current step ("decode" / "mixed", then a row bucket)
 
   void* kc(int l) { return kv + size_t(l) * 2 * layer_bytes; }
@@ -293,29 +278,16 @@ struct EeCudaModel {
         eec::rope_kv(y, yb, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q,
                      kc(l), vc(l), kv_bf16, st);
       });
-      const auto decode_rows = [&](cudaStream_t s) {
-        eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys, np,
-                       planes, part_acc, part_ml, act, s);
-      };
-      const auto prefill_tiles = [&](cudaStream_t s) {
-        eec::attention_prefill(q, kc(l), vc(l), kv_bf16, m, T, pre_tiles, d.heads, d.kv_heads, d.head_dim, bs, planes,
-                               act, s);
-      };
-      if (dec_tiles > 0 && pre_tiles > 0 && overlap && !prof.ops) {
-        // The two write disjoint rows of act and read only q and the caches (written above).
-        CK(cudaEventRecord(fork_ev, st));
-        CK(cudaStreamWaitEvent(side, fork_ev, 0));
-        {
-          eec::NoPdl plain;  // ordered after the event only
-          prefill_tiles(side);  // first: its longest tile is the critical path
-        }
-        decode_rows(st);
-        CK(cudaEventRecord(join_ev, side));
-        CK(cudaStreamWaitEvent(st, join_ev, 0));
-      } else {
-        if (dec_tiles > 0) op("attention_decode_rows", [&] { decode_rows(st); });
-        if (pre_tiles > 0) op("attention_prefill", [&] { prefill_tiles(st); });
-      }
+      if (dec_tiles > 0)
+        op("attention_decode_rows", [&] {
+          eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys, np,
+                         planes, part_acc, part_ml, act, st);
+        });
+      if (pre_tiles > 0)
+        op("attention_prefill", [&] {
+          eec::attention_prefill(q, kc(l), vc(l), kv_bf16, m, T, pre_tiles, d.heads, d.kv_heads, d.head_dim, bs,
+                                 planes, act, st);
+        });
       op("gemm_o", [&] { gemm(w.o, H, QD, act, PT, y, yb); });
       op("norm", [&] { eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, w.post_norm, eps, true, planes, act, st); });
       op("gemm_gate_up", [&] { gemm(w.gate_up, 2 * I, H, act, PT, y, yb); });
@@ -360,8 +332,8 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.bs = d.block_size;
   m.planes = d.precise ? 2 : 1;
   m.kv_bf16 = d.kv_bf16 != 0;
-  m.bf16_out = m.planes == 1 && env_int("ERNIE_CUDA_BF16_OUT", 1) == 1;
-  m.walk = m.kv_bf16 && m.planes == 1 && env_int("ERNIE_CUDA_DECODE_WALK", 1) != 0;
+  m.bf16_out = m.planes == 1 && m.env.bf16_out;
+  m.walk = m.kv_bf16 && m.planes == 1 && m.env.decode_walk;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
     throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
                              std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
@@ -371,9 +343,6 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
                              std::to_string(d.hidden) + ", " + std::to_string(d.intermediate) + ")");
   CK(cudaSetDevice(d.device));
   CK(cudaStreamCreateWithFlags(&m.st, cudaStreamNonBlocking));
-  CK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
-  CK(cudaEventCreateWithFlags(&m.fork_ev, cudaEventDisableTiming));
-  CK(cudaEventCreateWithFlags(&m.join_ev, cudaEventDisableTiming));
   CK(eec::attention_prepare(d.heads, d.kv_heads, d.head_dim, m.kv_bf16, m.planes));
   CK(eec::attention_prefill_prepare(d.head_dim, m.kv_bf16, m.planes));
   CB(cublasCreate(&m.blas));
@@ -725,9 +694,6 @@ void destroy_model(EeCudaModel* m) {
   for (void* p : m->owned) cudaFree(p);
   if (m->blas) cublasDestroy(m->blas);
   if (m->st) cudaStreamDestroy(m->st);
-  if (m->side) cudaStreamDestroy(m->side);
-  if (m->fork_ev) cudaEventDestroy(m->fork_ev);
-  if (m->join_ev) cudaEventDestroy(m->join_ev);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The CUDA model runner's profiler (ERNIE_CUDA_PROFILE), host side only: see the modes below.
+// The CUDA model runner's profiler (ERNIE_CUDA_PROFILE, read with the other switches in
+// env_switches.h), host side only: see the modes below.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -7,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "env_switches.h"
 #include "kernels.cuh"
 
 namespace eec {
@@ -17,10 +19,13 @@ namespace eec {
 // inside a step; each step's host preparation, host launch time and GPU time (events around the
 // launches) are summed per shape and row bucket, which shows whether eager steps wait on the host.
 struct Profiler {
-  const char* env = std::getenv("ERNIE_CUDA_PROFILE");
-  bool on = env != nullptr;
-  bool ops = on && std::string(env) != "graph" && std::string(env) != "step";  // per op (eager)
-  bool steps = on && std::string(env) == "step";
+  explicit Profiler(const EnvSwitches& env)
+      : on(env.profile),
+        ops(on && env.profile_mode != "graph" && env.profile_mode != "step"),
+        steps(on && env.profile_mode == "step") {}
+  bool on;
+  bool ops;  // per op (eager)
+  bool steps;
   cudaEvent_t a = nullptr, b = nullptr;
   std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
   void record_a(cudaStream_t s) {
