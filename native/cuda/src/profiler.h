@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -12,6 +13,19 @@
 #include "kernels.cuh"
 
 namespace eec {
+
+// Host timings of the profile.
+using Clock = std::chrono::steady_clock;
+inline double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+inline double ms_since(Clock::time_point t) { return ms_between(t, Clock::now()); }
+
+
+// Profile labels: steps grouped by rows.
+inline int row_bucket(int n) {
+  for (int b : {16, 64, 256, 512, 1024, 2048, 4096})
+    if (n <= b) return b;
+  return 1 << 30;
+}
 
 // ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
 // for finding where a step's time goes, never for serving) and print the table when the model is
