@@ -3,11 +3,8 @@
 // - Up to 8 rows (partitions of 32 keys, many small blocks for parallelism): attn_tile_kernel, fp32
 //   on CUDA cores, 4 warps x 4 query vectors, each 32-key chunk staged through shared memory.
 // - Beyond (partitions of 64 / 128 keys): attn_decode_mma_kernel, the REP heads as the M rows of
-//   tensor-core mmas. Measured on the H200 at 256 rows of 384 keys, per layer: 81 us with a bf16
-//   cache against 145 us for the best CUDA-core kernel tried (a warp per 32-key chunk, one key per
-//   lane: ~9k instructions per warp per chunk, latency-bound at 1.6 TB/s); with an fp32 cache
-//   about even (145 / 135 us, the fp32 V fragments being built by hand); whole 256-row decode steps
-//   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
+//   tensor-core mmas: faster than the best CUDA-core kernel tried with a bf16 cache, about even
+//   with an fp32 one (whose V fragments are built by hand). Figures: native/cuda/README.md.
 
 #include "device.cuh"
 #include "kernels.cuh"
@@ -27,9 +24,9 @@ constexpr int kChunk = 32;
 
 // Few rows: tiles of NW warps x QPW query vectors (REP used) of one row and KV head, one key
 // partition; each 32-key chunk staged through shared memory (K [32][D + 4], V [32][D]), lane j
-// scoring key j against its warp's queries, online softmax per query. Measured on the H200 at one
-// row: 1,220 tok/s single stream against 956 for a warp-per-chunk kernel (whose lanes each walk a
-// whole key row: a long serial path when there are few blocks).
+// scoring key j against its warp's queries, online softmax per query. Faster for a single stream
+// than a warp-per-chunk kernel, whose lanes each walk a whole key row: a long serial path when
+// there are few blocks (native/cuda/README.md).
 template <int REP, int D, typename KV, int NW, int QPW>
 __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
                                                          int heads, int KVH, int bs, int P, int NP, float scale,
@@ -167,8 +164,8 @@ __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml,
 // ---- tensor-core decode (rows beyond 8) -------------------------------------------------------------
 // The REP query heads of one KV head are the M rows of mma.sync m16n8k16 (head h in row h, REP <= 16,
 // rows past REP zero), so one K row is read once for all of them and the FLOPs go to tensor cores:
-// measured on the H200 the CUDA-core version spent ~9k instructions per warp per 32 keys and stayed
-// latency-bound at 1.6 TB/s. Block: NWK = P / 32 warps, warp wk one 32-key chunk of the partition.
+// the CUDA-core version was instruction- and latency-bound, far from HBM bandwidth
+// (native/cuda/README.md). Block: NWK = P / 32 warps, warp wk one 32-key chunk of the partition.
 // - S = q · K^T: K rows read straight from global memory in 16-byte pieces. The dot product does
 //   not care in which order the dims are summed, so the k index of the fragments is permuted:
 //   lane t of an mma row group loads dims [d0 + 8t, d0 + 8t + 8) of its key (one 16-byte bf16
@@ -457,8 +454,8 @@ template <typename KV>
 void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tiles, int heads, int KVH, int D,
                  int bs, int P, int NP, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
   // Graphs are captured for max_model_len, so NP counts partitions no row may have: rather than a
-  // block per partition (most exiting at once: measured 14k empty blocks, ~1/3 of the kernel's time
-  // at 256 rows), ~2k blocks loop over partitions z, z + gridDim.z, ...
+  // block per partition (most exiting at once, a large share of the kernel's time at many rows),
+  // ~kTargetBlocks blocks loop over partitions z, z + gridDim.z, ...
   const int z = std::max(1, std::min(NP, (kTargetBlocks + tiles * KVH - 1) / (tiles * KVH)));
   const dim3 grid(tiles, KVH, z);
   const float scale = 1.0f / sqrtf(float(D));
@@ -490,15 +487,15 @@ cudaError_t size_rep(int rep, bool qlo) {
 }
 
 // ---- decode rows walking whole rows (bf16 cache, one plane, 128+ decode rows) ---------------------
-// Why: ncu on the H200 (bf16, 256 rows of 384 keys, per layer): attn_decode_mma_kernel 53 us at
-// 2.1 TB/s and 25% occupancy, every block issuing its loads in one burst at its start, plus 13 us
-// of combine kernel. Here a block of kWalkWarps warps owns one (row, KV head), with no partials:
-// warp w streams the row's 16-key chunks w, w + NW, ... through kWalkStages cp.async stages of its
-// own (the next chunk loading while one is computed) and keeps an online softmax; the warps merge
-// once at the end and write act. S = q·K^T and P·V on tensor cores as in the prefill kernel (the
-// REP heads as the mma's M rows, K and V from shared memory). Two stages fit three blocks per SM
-// (three stages: two); 2 or 3 stages and 2 or 4 warps were measured on the 256-stream workload
-// (native/cuda/README.md), and this one won.
+// Why: ncu showed attn_decode_mma_kernel at low occupancy, every block issuing its loads in one
+// burst at its start, and the combine kernel a further cost (native/cuda/README.md). Here a block
+// of kWalkWarps warps owns one (row, KV head), with no partials: warp w streams the row's 16-key
+// chunks w, w + NW, ... through kWalkStages cp.async stages of its own (the next chunk loading
+// while one is computed) and keeps an online softmax; the warps merge once at the end and write
+// act. S = q·K^T and P·V on tensor cores as in the prefill kernel (the REP heads as the mma's M
+// rows, K and V from shared memory). Two stages fit three blocks per SM (three stages: two); 2 or 3
+// stages and 2 or 4 warps were measured on the 256-stream workload (native/cuda/README.md), and
+// this one won.
 constexpr int kWalkChunk = 16;
 constexpr int kWalkWarps = 4;
 constexpr int kWalkStages = 2;
@@ -649,8 +646,8 @@ __global__ void __launch_bounds__(NW * 32)
 template <int REP, int D>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                  int bs, float scale, bf16* act, cudaStream_t s) {
-  // A chunk's keys from one block-table lookup when blocks hold whole chunks (ncu on the H200, 256
-  // decode rows: 43.9 vs 46.2 us per layer with a lookup per key).
+  // A chunk's keys from one block-table lookup when blocks hold whole chunks: faster than a lookup
+  // per key (native/cuda/README.md).
   launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
          kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
 }

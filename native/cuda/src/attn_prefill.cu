@@ -3,8 +3,8 @@
 // Why our own kernel and not FlashAttention / FlashInfer: those are PyTorch extensions with their
 // own paged layouts and build systems; this reads the engine's block tables and the cache layout
 // of rope_kv as they are, and keeps the "precise" mode fp32-grade (below), which they do not offer.
-// Measured on the H200 before it (CUDA-core tiles of 16 query vectors): ~190 us per layer for a
-// mixed step's ~730 prompt rows, 45% of such a step.
+// Before it, CUDA-core tiles of 16 query vectors took a large share of every mixed step
+// (native/cuda/README.md).
 //
 // Block: kGroups groups of 4 warps; a group's warps x 16 query vectors = 64 query vectors of one KV
 // head = 64 / REP consecutive rows of one sequence (their REP query heads share every K/V chunk).
@@ -14,8 +14,7 @@
 // laid out as the mma's fragments; at the end the groups' partial softmaxes are merged through
 // shared memory in a fixed order. Why groups: a tile's time is a serial chain of chunks (the
 // longest prompt's last tile sets the kernel's time when a step prefills a few prompts), and two
-// groups halve it. Measured on the H200 (one group before): ~72 us per layer for the prefill part
-// of a mixed step of ~760 rows at 256 streams.
+// groups halve it (the figures: native/cuda/README.md).
 // Precision: with two activation planes ("precise", --dtype float32) q and P are split into hi and
 // lo bf16 halves, and an fp32 cache's K and V likewise; each product takes the three mmas hi·hi +
 // lo·hi + hi·lo (the bf16x3 scheme: ~16 mantissa bits per operand, fp32-grade results). With one
@@ -52,14 +51,13 @@ constexpr size_t prefill_smem_bytes() {
 // How K and V reach shared memory:
 // - ST = 0 (any cache): the next chunk is loaded into registers while the current one is computed
 //   and converted to bf16 planes on the way in (without the prefetch the loop was bound by
-//   global-load latency: ~8 us per chunk).
+//   global-load latency).
 // - ST > 0 (bf16 cache only: no conversion needed): ST shared-memory stages filled by cp.async,
-//   ST - 1 chunks in flight while one is computed, and no registers held for them. Why: ncu on the
-//   H200 (bf16, a mixed step of 16 x 384 prompt rows) showed the register version at 228
-//   registers, one block per SM, ~2 active warps per scheduler, each stalled ~40% of its cycles on
-//   the chunk's global loads. Figures: see launch_q.
+//   ST - 1 chunks in flight while one is computed, and no registers held for them. Why: ncu showed
+//   the register version at one block per SM, few active warps per scheduler, stalled much of its
+//   time on the chunk's global loads (native/cuda/README.md).
 template <int D, typename KV, bool QLO, bool KVLO, int ST>
-__global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register allocation measured in launch_q
+__global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): one block per SM (see launch_v)
     attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
                         int rep, int bs, float scale_log2, bf16* act) {
   static_assert(ST == 0 || (!KVLO && sizeof(KV) == 2), "cp.async stages hold a bf16 cache as it is");
@@ -308,11 +306,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
   }
 }
 
-// A bf16 cache goes through 3 cp.async stages (ST = 3, one block of 228 -> 145 registers per SM);
-// an fp32 cache through registers (ST = 0). Measured on the H200 (bf16, ncu, per layer): a 512-token
-// prompt 57.7 -> 31.6 us; 16 prompts of 384 tokens in one step 307 -> 217 us. Two stages fitted to
-// two blocks per SM (127 registers) took the 16 prompts to 166 us but the one prompt only to 42 us,
-// and serving steps prefill a few prompts at a time, so three stages it is.
+// A bf16 cache goes through 3 cp.async stages (ST = 3, one block per SM, far fewer registers than
+// through registers); an fp32 cache through registers (ST = 0). Two stages fit two blocks per SM:
+// better for many prompts in one step, worse for one, and serving steps prefill a few prompts at a
+// time, so three stages it is (the ncu figures: native/cuda/README.md).
 template <int D, typename KV, bool QLO, int ST>
 void launch_v(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int rep,
               int bs, float sl, bf16* act, cudaStream_t s) {

@@ -53,8 +53,8 @@ __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, flo
 // One block of kNormThreads per output row; thread t owns elements t, t + kNormThreads, ... (E of
 // them, in registers). Every load of the row is issued before the first is used: the kernel is a
 // chain of dependent latencies (load, reduce, store) and at decode sizes that chain is its time
-// (ncu, 256 rows of 1024: 6.4 us with the loads one loop iteration at a time). The per-thread sum
-// runs in the same order as a strided loop would, so results do not depend on E.
+// (ncu figures against loads one loop iteration at a time: native/cuda/README.md). The per-thread
+// sum runs in the same order as a strided loop would, so results do not depend on E.
 constexpr int kNormThreads = 256;
 // A GEMM output element as float: fp32 output (one or two planes) or bf16 output (one plane).
 __device__ __forceinline__ float yval(const float* y, size_t idx, size_t lo_off, int planes) {
@@ -115,8 +115,7 @@ __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads
   const size_t slot = size_t(m.slot[r]);
   // cos / sin of the row's half angles, once per row: every head rotates by the same ones, and a
   // double sincos per rotated pair made this kernel ALU-bound (1,152 of them per 0.3B row). (A
-  // per-position table computed at load measured no faster than this: 5.4 us per call either way
-  // at 256 rows, ncu.)
+  // per-position table computed at load measured no faster than this: native/cuda/README.md.)
   extern __shared__ float cs[];  // [half] cos, then [half] sin
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const float angle = pos * inv_freq[i];
@@ -220,7 +219,7 @@ __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32
 // does not depend on the order the atomics land in, so each row is deterministic). The draw walks
 // the kept weights in id order until their running sum passes u * total.
 // Why a radix select: the previous bitwise search took 30 passes over the row, and at 256 rows the
-// rows (106 MB) do not stay in L2, so each pass read HBM: ~0.7 ms per sampled 256-row step.
+// rows (106 MB) do not stay in L2, so each pass read HBM (native/cuda/README.md).
 // NOTE: unlike the CPU sampler (exact ranks, ties broken by id, top-p walked in probability
 // order), ties at a threshold are all kept and the walk is in id order: the same distribution up
 // to ties, not the same token for a given u.

@@ -60,13 +60,13 @@ T* halloc(size_t n) {
 // Serialises, across every model in the process, what must not interleave with a stream capture on
 // another thread: graph captures themselves, and the allocations, frees and synchronous copies of
 // model creation, buffer growth, copy-on-write pairs and destruction (cudaFree synchronises the
-// device, and a capture in flight on another thread does not survive it). Measured on the H200:
-// with engines created and closed one after another in a process, graphs captured lazily on an
-// engine's step thread failed in ~1 of 6 test runs, while an earlier engine's model was freed by
-// the JS garbage collector (close() did not free it then): cuBLAS "failed to launch", then
-// "operation failed due to a previous error during capture", failing every request of the step.
-// With this lock and close() freeing the model: 0 failures in 2,548 runs. Recursive: creation
-// captures its graphs.
+// device, and a capture in flight on another thread does not survive it). Without it, with engines
+// created and closed one after another in a process, graphs captured lazily on an engine's step
+// thread failed while an earlier engine's model was freed by the JS garbage collector (close() did
+// not free it then): cuBLAS "failed to launch", then "operation failed due to a previous error
+// during capture", failing every request of the step. How often, before and after:
+// native/cuda/README.md ("Graph captures and other threads"). Recursive: creation captures its
+// graphs.
 std::recursive_mutex& api_mutex();
 
 struct Layer {
@@ -107,10 +107,10 @@ struct EeCudaModel {
   // block (attn_decode_walk_kernel) instead of key partitions and a combine kernel.
   // (ERNIE_CUDA_DECODE_WALK=0: the partitioned kernels at every size.)
   bool walk = false;
-  // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS. Measured on the H200 (whole
-  // decode steps): the GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a
-  // fraction of HBM bandwidth) and loses at 8 (1.36 vs 1.09 ms per step) and 16 (1.96 vs 1.25 ms).
-  // ERNIE_CUDA_NO_GEMV / ERNIE_CUDA_GEMV_MAX_M move the threshold (env_switches.h).
+  // GEMMs of at most gemv_max_m rows go to our GEMV, the rest to cuBLAS: on whole decode steps the
+  // GEMV wins clearly at 1-4 rows (cuBLAS's small-M kernels read the weights at a fraction of HBM
+  // bandwidth) and loses at 8 and 16 (native/cuda/README.md). ERNIE_CUDA_NO_GEMV /
+  // ERNIE_CUDA_GEMV_MAX_M move the threshold (env_switches.h).
   int gemv_max_m = env.gemv_max_m;
   uint64_t weight_bytes = 0, kv_bytes = 0;
 

@@ -33,8 +33,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   // - mixed graph: prefill chunks beside decodes, padded to B = mixed_bucket(T) rows and RB logit
   //   rows; the attention grids are sized for the most tiles such a step can have (blocks past the
   //   step's counts exit) and padded rows are in no tile. Captured once per (B, RB, output mode), so
-  //   no step pays cuBLAS's per-shape host work or ~200 eager launches (measured on the H200,
-  //   random workload at 256 streams: eager mixed steps of ~740 rows spent 3.0 ms launching).
+  //   no step pays cuBLAS's per-shape host work or ~200 eager launches, which dominated eager mixed
+  //   steps (native/cuda/README.md, "CUDA graphs").
   // - eager: prompt-logprob steps (logits for every row), --enforce-eager, the op profiler.
   const int max_seqs = std::max(1, m.d.max_num_seqs);
   bool all_rows = false;  // a slice wants logits for every row

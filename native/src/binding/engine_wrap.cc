@@ -130,7 +130,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // frees the engine, its model and its pool there too, so that the memory (GPU memory with the
   // CUDA backend) is free when the promise resolves. Before, the model lived until the garbage
   // collector dropped the last handle: a cudaFree at a random moment on the JS thread, which
-  // invalidated a CUDA graph capture running on another engine's step thread (measured on the H200).
+  // invalidated a CUDA graph capture running on another engine's step thread (native/cuda/README.md,
+  // "Graph captures and other threads").
   Napi::Value Close(const Napi::CallbackInfo& info) {
     auto d = Napi::Promise::Deferred::New(info.Env());
     if (!h_) {

@@ -29,7 +29,7 @@ struct Act {
 // stream with no tails, and each output lane accumulates its own k-pairs in order (no horizontal
 // sums).
 // NOTE: it replaced P4x32 (4 rows per group, 32-wide k-blocks, dot-product form with a horizontal
-// sum per output); the measured difference is in kernels_avx512.cc's gemm_impl.
+// sum per output), measured faster (native/README.md).
 constexpr int kPackRows = 32;
 constexpr int kPackK = 32;
 inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
@@ -94,7 +94,7 @@ struct Kernels {
   // attention_scratch(L, start_pos + t1) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
   // The ISA's widest multiply-add (vdpbf16ps on AVX512-BF16: 64 FLOP; vfmadd231ps on AVX2: 16)
-  // on 24 independent registers (12 measured latency-bound on Zen 5), `iters` x 24 times; returns
+  // on 24 independent registers (12 were latency-bound on Zen 5), `iters` x 24 times; returns
   // the FLOPs done. Timed on every thread at once: the machine's compute ceiling for the GEMMs
   // (benchmarks only).
   double (*dot_peak)(long iters);

@@ -81,18 +81,10 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   // from L2 (a task's 128 rows: 256 KiB at K = 1024).
   // NOTE: 12 rows x 32 outputs (24 accumulators) with bf16 activations: one weight vector feeds 12
   // dot products, one broadcast 2. The precise kernel takes 8 rows (both planes: 32 KiB of
-  // activations at K = 1024 stay in L1 beside the weight stream): 512-token prefill GEMMs 768-793
-  // ms with 8, 787-809 with 10, 882-893 with 6, 973 with 12, 1,104 with 4.
-  // Against the P4x32 dot-product kernel (6 rows x 4 weight rows, a horizontal sum per output), on
-  // this 2-core Zen 5, the same code otherwise, interleaved runs (.cache/dev cpudec / cpupre):
-  //   64-row decode step, bf16:    GEMMs 68 -> 58-60 ms, LM head 30 -> 22-24 ms
-  //   64-row decode step, precise: GEMMs 117-118 -> 101-104 ms, LM head 46-48 -> 40-41 ms
-  //   16-row decode step, bf16:    52-54 -> 42-43 ms per step
-  //   512-token prefill, bf16:     GEMMs 551-564 -> 427-461 ms
-  //   512-token prefill, precise:  GEMMs 965-989 -> 768-793 ms
-  //   single stream, precise:      20.7 -> 18.8 ms per token
-  // Standalone (weights DRAM-resident, both cores): 64-row GEMMs 262 -> 315 GFLOP/s per thread,
-  // 512 rows 263 -> 359, of a 415 peak.
+  // activations at K = 1024 stay in L1 beside the weight stream), the fastest of 4, 6, 8, 10 and 12
+  // for a 512-token prefill. This kernel beat the P4x32 dot-product kernel it replaced (6 rows x 4
+  // weight rows, a horizontal sum per output) at every step shape measured. Figures:
+  // native/README.md.
   constexpr int MB = PRECISE ? 8 : 12;
   int m = 0;
   for (; m + MB <= M; m += MB)

@@ -2,9 +2,10 @@
 // its own thread. Thread rules: submit/abort/stats are called from the Node thread and only touch
 // the inbox and the stats snapshot (under mu_); everything else belongs to the step thread. Each
 // step's outputs (all sequences' new tokens together) go to the sink once, from the step thread.
-// NOTE: engine threads keep normal scheduling priority. SCHED_BATCH + nice 5 was tried: it added
-// ~15 ms to every request's TTFT through the server (the step thread's wake-up is deferred behind
-// whatever Node thread is running), measured with bench:serve's single-request comparison.
+// NOTE: engine threads keep normal scheduling priority. SCHED_BATCH + nice 5 was tried: it delayed
+// every request's first token through the server (the step thread's wake-up is deferred behind
+// whatever Node thread is running), as bench:serve's single-request comparison showed
+// (native/README.md).
 #pragma once
 #include <condition_variable>
 #include <functional>

@@ -19,10 +19,10 @@ inline void lap(Clock::time_point& t, double& acc) {
   acc += std::chrono::duration<double, std::milli>(now - t).count();
   t = now;
 }
-// Weight rows per GEMM task. NOTE: 128 rows (256 KiB at K = 1024) measured 14-15.5 ms per decode
-// token on the 0.3B shape, against ~18 ms with 64 or 96 rows and ~20 ms with 256 (bench:engine);
-// for a 512-token prefill (bf16) 16 rows per task were slower (647-680 against 575-633 ms) and 32
-// the same (608-621 ms): the GEMM is not bound by streaming weights from L2.
+// Weight rows per GEMM task. NOTE: 128 rows (256 KiB at K = 1024) decoded the 0.3B shape fastest
+// of 64, 96, 128 and 256 (bench:engine); for a 512-token prefill (bf16) 16 rows per task were
+// slower and 32 the same: the GEMM is not bound by streaming weights from L2. Figures:
+// native/README.md.
 constexpr int kGemmRowsPerTask = 128;
 static_assert(kGemmRowsPerTask % cpu::kPackRows == 0, "GEMM tasks start on packed-block boundaries");
 constexpr int kAttnTokensPerTask = 8; // query tokens per attention task in prefill
