@@ -28,9 +28,9 @@ constexpr int kChunk = 32;
 // than a warp-per-chunk kernel, whose lanes each walk a whole key row: a long serial path when
 // there are few blocks (native/cuda/README.md).
 template <int REP, int D, typename KV, int NW, int QPW>
-__global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
-                                                         int heads, int KVH, int bs, int P, int NP, float scale,
-                                                         int planes, float* part_acc, float* part_ml, bf16* act) {
+__global__ void __launch_bounds__(NW * 32)
+    attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs, int P,
+                     int NP, float scale, int planes, float* part_acc, float* part_ml, bf16* act) {
   constexpr int NQ = NW * QPW;  // query vectors per tile
   constexpr int NT = NW * 32;   // threads
   constexpr int DL = D / 32;    // output dims per lane
@@ -207,8 +207,8 @@ __device__ __forceinline__ void load8_pairs(const float* p, uint32_t* hi, uint32
 // a key of every head (M finite). Every thread of the block calls it.
 template <int REP, int D, int NW, typename Emit>
 __device__ __forceinline__ void merge_warps(int w, int g, int tq, const float (&mrun)[2], const float (&lrun)[2],
-                                            const float (&o)[D / 8][4], float (*wm)[16], float (*wl)[16],
-                                            float* wacc, Emit emit) {
+                                            const float (&o)[D / 8][4], float (*wm)[16], float (*wl)[16], float* wacc,
+                                            Emit emit) {
 #pragma unroll
   for (int ii = 0; ii < 2; ++ii) {
     const int h = g + 8 * ii;
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(NWK * 32)
   const int t = threadIdx.x, wk = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
   const size_t QD = size_t(heads) * D;
   KV* vs = reinterpret_cast<KV*>(smem_raw) + size_t(wk) * kWarpKeys * LDV;  // this warp's V tile
-  float* wacc = reinterpret_cast<float*>(smem_raw);                          // [NWK][REP][D], after V
+  float* wacc = reinterpret_cast<float*>(smem_raw);                         // [NWK][REP][D], after V
 
   // q's A fragments in the permuted k order: pass ps, k-step j: a0 / a2 = dims d0 + 8t + 4j + {0,1}
   // / {2,3} of head g (a1 / a3: head g + 8).
@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(NWK * 32)
             if (KVLO) mma(s[jn], qh[ps][j], bl[2 * j], bl[2 * j + 1]);
           }
         }
-      // Softmax over the chunk per row (head); rows g (i = 0) and g + 8 (i = 1).
+        // Softmax over the chunk per row (head); rows g (i = 0) and g + 8 (i = 1).
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float mx = -INFINITY;
@@ -405,7 +405,7 @@ void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m
                 int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
   constexpr size_t bytes = dec_mma_smem<REP, D, KV, NWK>();
   auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;  // its shared memory limit: attention_prepare
-  const float sl = scale * 1.4426950408889634f;  // the kernel's softmax is in the log2 domain
+  const float sl = scale * 1.4426950408889634f;                 // the kernel's softmax is in the log2 domain
   launch(kernel, grid, NWK * 32, bytes, s, q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
 }
 
@@ -417,15 +417,11 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
   launch_mma<REP, D, KV, QLO, NWK>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s)
   if (nwk == 1)
     launch(attn_tile_kernel<REP, D, KV, 4, 4>, dim3(grid.x, grid.y, NP), 128, 0, s, q, kc, vc, m, T, heads, KVH, bs,
-                                                                              kWarpKeys, NP, scale, planes, pa, pm, act);
-  else if (nwk == 2 && planes == 2)
-    EEC_MMA(true, 2);
-  else if (nwk == 2)
-    EEC_MMA(false, 2);
-  else if (planes == 2)
-    EEC_MMA(true, 4);
-  else
-    EEC_MMA(false, 4);
+           kWarpKeys, NP, scale, planes, pa, pm, act);
+  else if (nwk == 2 && planes == 2) EEC_MMA(true, 2);
+  else if (nwk == 2) EEC_MMA(false, 2);
+  else if (planes == 2) EEC_MMA(true, 4);
+  else EEC_MMA(false, 4);
 #undef EEC_MMA
 }
 
@@ -460,18 +456,16 @@ void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, i
   const dim3 grid(tiles, KVH, z);
   const float scale = 1.0f / sqrtf(float(D));
   const int rep = heads / KVH, nw = P / kWarpKeys;
-  if (D == 128)
-    launch_rep<128, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
-  else
-    launch_rep<64, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
+  if (D == 128) launch_rep<128, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
+  else launch_rep<64, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
 }
 
 // Past the 48 KB default of dynamic shared memory (an fp32 cache's V tiles): raised once per model,
 // at its creation, for the kernels its shape can launch (as attention_prefill_prepare, and why).
 template <int REP, int D, typename KV, bool QLO, int NWK>
 cudaError_t size_one() {
-  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(dec_mma_smem<REP, D, KV, NWK>()));
+  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(dec_mma_smem<REP, D, KV, NWK>()));
 }
 template <int REP, int D, typename KV, bool QLO>
 cudaError_t size_mma() {
@@ -648,13 +642,13 @@ void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowM
                  int bs, float scale, bf16* act, cudaStream_t s) {
   // A chunk's keys from one block-table lookup when blocks hold whole chunks: faster than a lookup
   // per key (native/cuda/README.md).
-  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
-         kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
+  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q, kc,
+         vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
 }
 template <int REP, int D>
 cudaError_t size_walk() {
-  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(walk_smem<REP, D, kWalkWarps>()));
+  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(walk_smem<REP, D, kWalkWarps>()));
 }
 
 }  // namespace
@@ -675,13 +669,12 @@ cudaError_t attention_prepare(int heads, int kv_heads, int D, bool kv_bf16, int 
 
 bool attention_supported(int heads, int kv_heads, int D) {
   const int rep = heads / kv_heads;
-  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) &&
-         heads % kv_heads == 0;
+  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) && heads % kv_heads == 0;
 }
 
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
-               int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes, float* part_acc,
-               float* part_ml, bf16* act, cudaStream_t s) {
+               int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
+               float* part_acc, float* part_ml, bf16* act, cudaStream_t s) {
   if (part_keys > kMaxPartKeys) {  // whole rows (attn_decode_part_keys with walk): bf16 cache, one plane
     const dim3 grid(tiles, kv_heads);
     const float scale = 1.0f / sqrtf(float(D));
@@ -689,10 +682,8 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
     const auto* vc = static_cast<const bf16*>(v_cache);
     with_rep(heads / kv_heads, [&](auto r) {
       constexpr int R = decltype(r)::value;
-      if (D == 128)
-        launch_walk<R, 128>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
-      else
-        launch_walk<R, 64>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+      if (D == 128) launch_walk<R, 128>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+      else launch_walk<R, 64>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
     });
     return;
   }
@@ -704,7 +695,7 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
                        kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   if (num_parts > 1)
     launch(attn_combine_kernel, dim3(tiles, heads), D, 0, s, part_acc, part_ml, m, T, heads, kv_heads, D, part_keys,
-                                                         num_parts, planes, act);
+           num_parts, planes, act);
 }
 
 }  // namespace eec

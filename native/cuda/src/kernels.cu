@@ -11,10 +11,11 @@ namespace eec {
 
 namespace {
 
-
 struct Sum {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct FMax {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -64,9 +65,8 @@ __device__ __forceinline__ float yval(const bf16* y, size_t idx, size_t, int) { 
 
 template <int E, typename YT>
 __global__ void __launch_bounds__(kNormThreads)
-    residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R,
-                            int H, const float* __restrict__ w, float eps, bool write_x, int planes,
-                            bf16* __restrict__ act) {
+    residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R, int H,
+                            const float* __restrict__ w, float eps, bool write_x, int planes, bf16* __restrict__ act) {
   __shared__ float red[33];
   const int i = blockIdx.x;
   const int r = rows ? rows[i] : i;
@@ -223,8 +223,8 @@ __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32
 // NOTE: unlike the CPU sampler (exact ranks, ties broken by id, top-p walked in probability
 // order), ties at a threshold are all kept and the walk is in id order: the same distribution up
 // to ties, not the same token for a given u.
-constexpr int kSampleThreads = 512;  // two blocks per SM at <= 64 registers: 256 rows in one wave
-constexpr int kSampleHists = 8;  // shared histograms (threads spread over them: less atomic contention)
+constexpr int kSampleThreads = 512;          // two blocks per SM at <= 64 registers: 256 rows in one wave
+constexpr int kSampleHists = 8;              // shared histograms (threads spread over them: less atomic contention)
 constexpr float kFixOne = 1099511627776.0f;  // 2^40: w's fixed-point unit
 
 __device__ __forceinline__ unsigned long long fixed_w(float w) { return __float2ull_rn(w * kFixOne); }
@@ -233,8 +233,9 @@ __device__ __forceinline__ unsigned long long fixed_w(float w) { return __float2
 // to at least target (>= 1); lo's own elements are the only ones considered. Four radix passes.
 template <bool SUMS>
 __device__ __forceinline__ float radix_select(const float* w, int V, float lo, unsigned long long target,
-                              unsigned long long (*hist)[256], unsigned long long* merged, unsigned* shared_prefix,
-                              unsigned long long* shared_above, unsigned long long* total_out) {
+                                              unsigned long long (*hist)[256], unsigned long long* merged,
+                                              unsigned* shared_prefix, unsigned long long* shared_above,
+                                              unsigned long long* total_out) {
   const int t = threadIdx.x, grp = t % kSampleHists;
   unsigned prefix = 0;
   unsigned long long above = 0;
@@ -273,8 +274,8 @@ __device__ __forceinline__ float radix_select(const float* w, int V, float lo, u
   return fmaxf(__uint_as_float(prefix), lo);
 }
 
-__global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int R, int V, int planes,
-                                                                const SampleParams* sp, int32_t* out) {
+__global__ void __launch_bounds__(kSampleThreads, 2)
+    sample_kernel(float* y, int R, int V, int planes, const SampleParams* sp, int32_t* out) {
   __shared__ float fred[33];
   __shared__ unsigned long long kred[33];
   __shared__ unsigned long long hist[kSampleHists][256];
@@ -297,7 +298,8 @@ __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int
   }
   const float inv_t = 1.0f / p.temperature;
   float mx = -INFINITY;
-  for (int v = t; v < V; v += kSampleThreads) mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
+  for (int v = t; v < V; v += kSampleThreads)
+    mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
   mx = block_reduce(mx, fred, FMax{});
   unsigned long long part = 0;  // fixed-point sum of this thread's weights (all of them: threshold 0)
   for (int v = t; v < V; v += kSampleThreads) {
@@ -310,7 +312,8 @@ __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int
   unsigned long long total = block_reduce(part, kred, Sum{});  // integers: any order gives the same sum
   float thr = 0.0f;
   if (p.top_k > 0 && p.top_k < V)
-    thr = radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
+    thr =
+        radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
   if (p.min_p > 0.0f) thr = fmaxf(thr, p.min_p);
   if (thr > 0.0f) {  // the weight top-k / min-p keep
     unsigned long long kept = 0;
@@ -520,7 +523,8 @@ void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStr
   launch(logits_sum_kernel, unsigned((n + 255) / 256), 256, 0, s, y, R, V, planes, logits);
 }
 
-void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s) {
+void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax,
+                   cudaStream_t s) {
   cudaMemsetAsync(keys, 0, sizeof(unsigned long long) * size_t(R), s);
   launch(logits_argmax_kernel, dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s, y, R, V, planes, keys);
   launch(argmax_index_kernel, (R + 255) / 256, 256, 0, s, keys, R, argmax);
@@ -536,14 +540,10 @@ bool gemv(const bf16* w, int N, int K, const bf16* a, int M, void* out, bool out
   int ks = 1;
   const int groups = (N + kNC - 1) / kNC;
   while (ks < 8 && groups * ks < 2048 && K % (8 * ks * 2) == 0) ks *= 2;
-  if (M <= 2)
-    launch_gemv<2>(ks, w, N, K, a, M, out, out_bf16, s);
-  else if (M <= 4)
-    launch_gemv<4>(ks, w, N, K, a, M, out, out_bf16, s);
-  else if (M <= 8)
-    launch_gemv<8>(ks, w, N, K, a, M, out, out_bf16, s);
-  else
-    launch_gemv<16>(ks, w, N, K, a, M, out, out_bf16, s);
+  if (M <= 2) launch_gemv<2>(ks, w, N, K, a, M, out, out_bf16, s);
+  else if (M <= 4) launch_gemv<4>(ks, w, N, K, a, M, out, out_bf16, s);
+  else if (M <= 8) launch_gemv<8>(ks, w, N, K, a, M, out, out_bf16, s);
+  else launch_gemv<16>(ks, w, N, K, a, M, out, out_bf16, s);
   return true;
 }
 

@@ -26,16 +26,15 @@
 #include "kernels.cuh"
 #include "profiler.h"
 
-#define CK(x)                                                                                            \
-  do {                                                                                                   \
-    cudaError_t e_ = (x);                                                                                \
-    if (e_ != cudaSuccess) throw std::runtime_error(std::string(#x) + ": " + cudaGetErrorString(e_));    \
+#define CK(x)                                                                                         \
+  do {                                                                                                \
+    cudaError_t e_ = (x);                                                                             \
+    if (e_ != cudaSuccess) throw std::runtime_error(std::string(#x) + ": " + cudaGetErrorString(e_)); \
   } while (0)
-#define CB(x)                                                                                            \
-  do {                                                                                                   \
-    cublasStatus_t s_ = (x);                                                                             \
-    if (s_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-      throw std::runtime_error(std::string(#x) + ": " + cublasGetStatusString(s_));                      \
+#define CB(x)                                                                                                      \
+  do {                                                                                                             \
+    cublasStatus_t s_ = (x);                                                                                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(#x) + ": " + cublasGetStatusString(s_)); \
   } while (0)
 
 using bf16 = __nv_bfloat16;

@@ -68,7 +68,8 @@ int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out) {
     out->gpu_bytes_total = t;
   }
   cudaDeviceProp p;
-  if (cudaGetDeviceProperties(&p, m->d.device) == cudaSuccess) std::snprintf(out->device_name, sizeof(out->device_name), "%s", p.name);
+  if (cudaGetDeviceProperties(&p, m->d.device) == cudaSuccess)
+    std::snprintf(out->device_name, sizeof(out->device_name), "%s", p.name);
   return 0;
 }
 

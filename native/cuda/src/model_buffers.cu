@@ -11,8 +11,8 @@ void EeCudaModel::drop_graphs() {
 }
 
 void EeCudaModel::free_buffers() {
-  for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act,
-                  (void*)meta, (void*)argmax_d, (void*)argmax_keys, (void*)sample_d, (void*)logits_d})
+  for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act, (void*)meta,
+                  (void*)argmax_d, (void*)argmax_keys, (void*)sample_d, (void*)logits_d})
     if (p) cudaFree(p);
   for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)sample_h, (void*)logits_h})
     if (p) cudaFreeHost(p);

@@ -50,12 +50,15 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   m.bf16_out = m.planes == 1 && m.env.bf16_out;
   m.walk = m.kv_bf16 && m.planes == 1 && m.env.decode_walk;
   if (!eec::attention_supported(d.heads, d.kv_heads, d.head_dim))
-    throw std::runtime_error("the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
-                             std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
-  if (d.block_size < 1 || d.max_model_len < 1) throw std::runtime_error("block_size and max_model_len must be positive");
+    throw std::runtime_error(
+        "the CUDA backend supports head_dim 64 or 128 and 1, 2, 4, 8 or 16 query heads per KV head (got head_dim " +
+        std::to_string(d.head_dim) + ", " + std::to_string(d.heads / d.kv_heads) + ")");
+  if (d.block_size < 1 || d.max_model_len < 1)
+    throw std::runtime_error("block_size and max_model_len must be positive");
   if (d.hidden < 1 || d.hidden > 8192 || d.intermediate % 4 != 0)  // residual_rmsnorm's and silu_mul's launch shapes
-    throw std::runtime_error("the CUDA backend supports hidden sizes up to 8192 and intermediate sizes divisible by 4 (got " +
-                             std::to_string(d.hidden) + ", " + std::to_string(d.intermediate) + ")");
+    throw std::runtime_error(
+        "the CUDA backend supports hidden sizes up to 8192 and intermediate sizes divisible by 4 (got " +
+        std::to_string(d.hidden) + ", " + std::to_string(d.intermediate) + ")");
   CK(cudaSetDevice(d.device));
   CK(cudaStreamCreateWithFlags(&m.st, cudaStreamNonBlocking));
   CK(eec::attention_prepare(d.heads, d.kv_heads, d.head_dim, m.kv_bf16, m.planes));
@@ -121,7 +124,8 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
   if (nb <= 0) {
     size_t free_b = 0, total_b = 0;
     CK(cudaMemGetInfo(&free_b, &total_b));
-    const double budget = double(d.gpu_memory_utilization) * double(total_b) - double(total_b - free_b) - double(kHeadroom);
+    const double budget =
+        double(d.gpu_memory_utilization) * double(total_b) - double(total_b - free_b) - double(kHeadroom);
     if (budget < double(block_bytes) * 2)
       throw std::runtime_error("gpu_memory_utilization " + std::to_string(d.gpu_memory_utilization) +
                                " leaves no room for the KV cache (" + std::to_string((total_b - free_b) >> 20) +

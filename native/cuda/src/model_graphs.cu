@@ -13,7 +13,7 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B) {
   GraphPlan g;
   g.mixed = mixed;
   g.B = B;
-  g.SR = mixed ? std::min(B, max_seqs) : B;       // a logit row per slice at most
+  g.SR = mixed ? std::min(B, max_seqs) : B;        // a logit row per slice at most
   g.dec_grid = mixed ? std::min(B, max_seqs) : B;  // a decode tile per slice at most
   // A chunk of c rows makes ceil(c / qt) prefill tiles: at most B / qt + one per slice.
   g.pre_grid = mixed ? std::min(B, (B + qt - 1) / qt + std::min(B, max_seqs)) : 0;
@@ -49,7 +49,8 @@ cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out m
     (void)cudaGetLastError();  // capture errors are not sticky: clear the last-error slot
     if (!step_meta) throw;     // at startup: the model fails to open, with the reason
     m.no_graph.insert(key);
-    std::fprintf(stderr, "[cuda] capturing a %s step graph of %d rows failed (%s); that shape runs eagerly from now on\n",
+    std::fprintf(stderr,
+                 "[cuda] capturing a %s step graph of %d rows failed (%s); that shape runs eagerly from now on\n",
                  g.mixed ? "mixed" : "decode", g.B, e.what());
     return nullptr;
   }
@@ -66,7 +67,8 @@ void capture_all(EeCudaModel& m) {
       graph_for(m, plan_graph(m, false, b), mode, false);
       if (b >= max_seqs) break;
     }
-    for (int t = mixed_bucket(1); t <= m.cap_t; t = mixed_bucket(t + 1)) graph_for(m, plan_graph(m, true, t), mode, false);
+    for (int t = mixed_bucket(1); t <= m.cap_t; t = mixed_bucket(t + 1))
+      graph_for(m, plan_graph(m, true, t), mode, false);
   }
   CK(cudaStreamSynchronize(m.st));
 }

@@ -25,7 +25,7 @@ inline int bucket(int n) {
 // A step graph's shape, every field a function of its kind and padded rows B.
 struct GraphPlan {
   bool mixed = false;
-  int B = 0, SR = 0;  // rows, logit rows
+  int B = 0, SR = 0;                                      // rows, logit rows
   int dec_grid = 0, pre_grid = 0, part_keys = 0, np = 0;  // attention grids (see EeCudaModel::run)
 };
 

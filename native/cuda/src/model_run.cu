@@ -11,7 +11,6 @@ void EeCudaModel::gemm(const bf16* w, int n, int k, const bf16* a, int m, float*
                   to_bf16 ? CUDA_R_16BF : CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-
 void EeCudaModel::run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, Out mode) {
   const eec::RowMeta m = cur;
   const int PT = planes * T, PR = planes * R;
@@ -34,8 +33,8 @@ void EeCudaModel::run(int T, int R, int dec_tiles, int pre_tiles, int part_keys,
     const eec::Layer& w = layers[size_t(l)];
     op("gemm_qkv", [&] { gemm(w.qkv, QKVW, H, act, PT, y, yb); });
     op("rope_kv", [&] {
-      eec::rope_kv(y, yb, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q,
-                   kc(l), vc(l), kv_bf16, st);
+      eec::rope_kv(y, yb, m, T, d.heads, d.kv_heads, d.head_dim, inv_freq, d.rope_interleaved != 0, planes, q, kc(l),
+                   vc(l), kv_bf16, st);
     });
     const auto decode_rows = [&](cudaStream_t s) {
       eec::attention(q, kc(l), vc(l), kv_bf16, m, T, dec_tiles, d.heads, d.kv_heads, d.head_dim, bs, part_keys, np,
@@ -55,19 +54,15 @@ void EeCudaModel::run(int T, int R, int dec_tiles, int pre_tiles, int part_keys,
     op("norm", [&] {
       if (l + 1 < L)
         eec::residual_rmsnorm(x, y, yb, nullptr, T, T, H, layers[size_t(l) + 1].in_norm, eps, true, planes, act, st);
-      else if (R > 0)
-        eec::residual_rmsnorm(x, y, yb, m.out_row, T, R, H, final_norm, eps, false, planes, act, st);
+      else if (R > 0) eec::residual_rmsnorm(x, y, yb, m.out_row, T, R, H, final_norm, eps, false, planes, act, st);
     });
   }
   if (R == 0) return;
   op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog, false); });
   op("logits", [&] {
-    if (mode == Out::kSample)
-      eec::sample(ylog, R, V, planes, sample_d, argmax_d, st);
-    else if (mode == Out::kArgmax)
-      eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
-    else
-      eec::logits_sum(ylog, R, V, planes, logits_d, st);
+    if (mode == Out::kSample) eec::sample(ylog, R, V, planes, sample_d, argmax_d, st);
+    else if (mode == Out::kArgmax) eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
+    else eec::logits_sum(ylog, R, V, planes, logits_d, st);
   });
   CK(cudaGetLastError());
 }

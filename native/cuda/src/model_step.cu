@@ -13,7 +13,9 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
              const EeCudaSample* sampling) {
   const auto t_host = Clock::now();
   const bool want_argmax = argmax_out != nullptr;
-  const auto mode = sampling ? EeCudaModel::Out::kSample : want_argmax ? EeCudaModel::Out::kArgmax : EeCudaModel::Out::kLogits;
+  const auto mode = sampling      ? EeCudaModel::Out::kSample
+                    : want_argmax ? EeCudaModel::Out::kArgmax
+                                  : EeCudaModel::Out::kLogits;
   int T = 0, R = 0, BT = 0, max_ctx = 0;
   bool decode = n > 0;
   for (int i = 0; i < n; ++i) {
@@ -125,7 +127,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
   }
-  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(EeCudaModel::meta_len(S, SR, bt_at + 1)), cudaMemcpyHostToDevice, m.st));
+  CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(EeCudaModel::meta_len(S, SR, bt_at + 1)),
+                     cudaMemcpyHostToDevice, m.st));
 
   const auto t_launch = Clock::now();
   m.prof.step_begin(m.st);
@@ -147,21 +150,17 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   if (R > 0) {
     if (want_argmax)
       CK(cudaMemcpyAsync(m.argmax_h, m.argmax_d, sizeof(int32_t) * size_t(R), cudaMemcpyDeviceToHost, m.st));
-    else
-      CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
+    else CK(cudaMemcpyAsync(m.logits_h, m.logits_d, sizeof(float) * size_t(R) * m.V, cudaMemcpyDeviceToHost, m.st));
   }
   CK(cudaStreamSynchronize(m.st));
   const auto t_done = Clock::now();
   if (m.prof.steps)
-    m.prof.step(m.shape + (graph || mgraph ? "(g)." : ".") + std::to_string(row_bucket(B)), B, ms_between(t_host, t_launch),
-                ms_between(t_launch, t_launched), ms_between(t_host, t_done));
-  else if (m.prof.on)
-    m.prof.host("forward_call." + m.shape, ms_between(t_host, t_done));
+    m.prof.step(m.shape + (graph || mgraph ? "(g)." : ".") + std::to_string(row_bucket(B)), B,
+                ms_between(t_host, t_launch), ms_between(t_launch, t_launched), ms_between(t_host, t_done));
+  else if (m.prof.on) m.prof.host("forward_call." + m.shape, ms_between(t_host, t_done));
   if (R > 0) {
-    if (want_argmax)
-      std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));
-    else
-      std::memcpy(logits, m.logits_h, sizeof(float) * size_t(R) * m.V);
+    if (want_argmax) std::memcpy(argmax_out, m.argmax_h, sizeof(int32_t) * size_t(R));
+    else std::memcpy(logits, m.logits_h, sizeof(float) * size_t(R) * m.V);
   }
 }
 

@@ -16,9 +16,10 @@ namespace eec {
 
 // Host timings of the profile.
 using Clock = std::chrono::steady_clock;
-inline double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 inline double ms_since(Clock::time_point t) { return ms_between(t, Clock::now()); }
-
 
 // Profile labels: steps grouped by rows.
 inline int row_bucket(int n) {
@@ -34,8 +35,7 @@ inline int row_bucket(int n) {
 // launches) are summed per shape and row bucket, which shows whether eager steps wait on the host.
 struct Profiler {
   explicit Profiler(const EnvSwitches& env)
-      : on(env.profile),
-        ops(on && env.profile_mode != "graph" && env.profile_mode != "step"),
+      : on(env.profile), ops(on && env.profile_mode != "graph" && env.profile_mode != "step"),
         steps(on && env.profile_mode == "step") {}
   bool on;
   bool ops;  // per op (eager)
@@ -106,13 +106,16 @@ struct Profiler {
   }
   void print() const {
     for (auto& [k, v] : counts)
-      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second), v.second);
+      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second),
+                   v.second);
     if (steps && !step_sums.empty()) {
-      std::fprintf(stderr, "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), call total ms\n");
+      std::fprintf(stderr,
+                   "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), "
+                   "call total ms\n");
       for (auto& [k, v] : step_sums) {
         const double n = double(v.n);
-        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n, double(v.rows) / n,
-                     v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
+        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n,
+                     double(v.rows) / n, v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
       }
     }
     if (!on || ms.empty()) return;

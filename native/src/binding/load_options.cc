@@ -59,8 +59,10 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   str("kvCacheDtype", r.kv_cache_dtype);
   if (o.Has("gpuMemoryUtilization") && o.Get("gpuMemoryUtilization").IsNumber())
     r.gpu_memory_utilization = o.Get("gpuMemoryUtilization").As<Napi::Number>().FloatValue();
-  if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean()) r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();
-  if (o.Has("captureGraphs") && o.Get("captureGraphs").IsBoolean()) r.capture_graphs = o.Get("captureGraphs").As<Napi::Boolean>().Value();
+  if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean())
+    r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();
+  if (o.Has("captureGraphs") && o.Get("captureGraphs").IsBoolean())
+    r.capture_graphs = o.Get("captureGraphs").As<Napi::Boolean>().Value();
   r.max_model_len = get_int(o, "maxModelLen", r.max_model_len);
   r.max_num_seqs = get_int(o, "maxNumSeqs", r.max_num_seqs);
   r.max_batched_tokens = get_int(o, "maxNumBatchedTokens", r.max_batched_tokens);

@@ -14,10 +14,10 @@ namespace ee {
 struct LoadOptions {
   ModelConfig config;
   std::vector<TensorSource> tensors;
-  int threads = 0;        // 0: all cores
+  int threads = 0;  // 0: all cores
   int kv_blocks = 0;
   int block_size = 16;
-  std::string isa;        // "", "avx512", "avx2"
+  std::string isa;  // "", "avx512", "avx2"
   bool precise = true;
   // "cpu" or "cuda" (the TS loader resolves "auto"); the cuda_* fields only apply to "cuda".
   std::string device = "cpu";

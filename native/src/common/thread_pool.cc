@@ -46,9 +46,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
   stop_.store(true);
   state_.store(state_word(generation_of(state_.load()) + 1, 0));  // a generation of no tasks
-  {
-    std::lock_guard<std::mutex> lock(sleep_mu_);
-  }
+  { std::lock_guard<std::mutex> lock(sleep_mu_); }
   sleep_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }

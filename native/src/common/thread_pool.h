@@ -63,8 +63,9 @@ class ThreadPool {
       return;
     }
     using Fn = std::remove_reference_t<F>;
-    dispatch(n_tasks, [](void* ctx, int task, int worker) { (*static_cast<Fn*>(ctx))(task, worker); },
-             static_cast<void*>(&fn));
+    dispatch(
+        n_tasks, [](void* ctx, int task, int worker) { (*static_cast<Fn*>(ctx))(task, worker); },
+        static_cast<void*>(&fn));
   }
 
  private:

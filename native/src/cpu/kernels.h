@@ -41,12 +41,13 @@ void unpack_row(const bf16_t* packed, int n, int k, int r, float* out);
 inline size_t packed_index(int n, int k, int r, int c) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;
   if (r >= full) return size_t(r) * size_t(kp) + size_t(c);
-  return size_t(r / kPackRows) * kPackRows * size_t(kp) + size_t(c / 2) * 2 * kPackRows + size_t(r % kPackRows) * 2 + size_t(c % 2);
+  return size_t(r / kPackRows) * kPackRows * size_t(kp) + size_t(c / 2) * 2 * kPackRows + size_t(r % kPackRows) * 2 +
+         size_t(c % 2);
 }
 
 struct AttnSeq {
-  const float* q;              // [n_tokens, num_heads*head_dim], RoPE applied
-  float* out;                  // [n_tokens, num_heads*head_dim]
+  const float* q;  // [n_tokens, num_heads*head_dim], RoPE applied
+  float* out;      // [n_tokens, num_heads*head_dim]
   int n_tokens;
   int start_pos;               // position of q's first token; keys 0..start_pos+t are visible to token t
   const int32_t* block_table;  // KV block ids covering positions 0..start_pos+n_tokens-1
@@ -60,7 +61,7 @@ struct AttnLayer {
   int num_heads;
   int num_kv_heads;
   int head_dim;
-  float scale;           // head_dim^-0.5
+  float scale;  // head_dim^-0.5
   // q and the softmax weights rounded to bf16 too, for bf16 dot products against a bf16 cache
   // (--dtype bfloat16 --kv-cache-dtype bfloat16, where the ISA has AVX512-BF16); else fp32 math.
   bool bf16_dot = false;

@@ -16,9 +16,9 @@ Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_ke
                EngineConfig cfg, StepSink sink)
     : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
       kv_(runner_->num_blocks(), runner_->block_size(), cfg.prefix_caching),
-      sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
-      sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())),
-      seed_rng_(cfg.seed) {
+      sched_(kv_,
+             SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
+      sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())), seed_rng_(cfg.seed) {
   publish_stats(0, 0, 0);
   thread_ = std::thread([this] { loop(); });
 }
@@ -39,10 +39,12 @@ std::string Engine::submit(RequestSpec r) {
   const int P = int(r.prompt.size());
   if (P == 0) return "the prompt is empty";
   for (int32_t t : r.prompt)
-    if (t < 0 || t >= V) return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
+    if (t < 0 || t >= V)
+      return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
   if (r.max_tokens < 1) return "max_tokens must be at least 1";
   if (r.n < 1 || r.n > kMaxN) return "n must be between 1 and " + std::to_string(kMaxN);
-  if (r.logprobs > kMaxLogprobs) return "logprobs may ask for at most " + std::to_string(kMaxLogprobs) + " alternatives";
+  if (r.logprobs > kMaxLogprobs)
+    return "logprobs may ask for at most " + std::to_string(kMaxLogprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
       !(r.repetition_penalty > 0))
     return "invalid sampling parameters";
@@ -165,8 +167,7 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
   Sampler::note_token(s, so.token, runner_->config().vocab_size);
   ++generation_tokens_;
   const auto& stops = r.spec->stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), so.token) != stops.end())
-    finish_seq(r, s, Finish::Stop, out, &o);
+  if (std::find(stops.begin(), stops.end(), so.token) != stops.end()) finish_seq(r, s, Finish::Stop, out, &o);
   else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
     finish_seq(r, s, Finish::Length, out, &o);
 }
@@ -259,7 +260,8 @@ void Engine::step(std::vector<StepOutput>& out) {
   } else {
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
       if (row_of[size_t(i)] < 0) return;
-      samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq, scratch_[size_t(worker)]);
+      samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
+                                           scratch_[size_t(worker)]);
     });
   }
   for (size_t i = 0; i < so.seqs.size(); ++i) {

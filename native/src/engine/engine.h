@@ -30,7 +30,7 @@ struct EngineConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   int max_model_len = 8192;
-  int prefill_batch = 1;     // see SchedulerConfig
+  int prefill_batch = 1;  // see SchedulerConfig
   int prefill_max_wait = 8;
   bool prefix_caching = true;
   uint64_t seed = 0;
@@ -103,7 +103,7 @@ class Engine {
   Scheduler sched_;
   Sampler sampler_;
   std::vector<SamplerScratch> scratch_;
-  std::vector<float> logits_;  // step logits rows [rows, vocab], kept across steps
+  std::vector<float> logits_;                       // step logits rows [rows, vocab], kept across steps
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0;

@@ -13,8 +13,8 @@
 namespace ee {
 
 struct CudaOptions {
-  std::string library;              // path of libernie_cuda.so
-  int num_blocks = 0;               // 0: from gpu_memory_utilization
+  std::string library;  // path of libernie_cuda.so
+  int num_blocks = 0;   // 0: from gpu_memory_utilization
   int block_size = 16;
   float gpu_memory_utilization = 0.9f;
   int max_model_len = 8192;
@@ -22,8 +22,8 @@ struct CudaOptions {
   int max_batched_tokens = 2048;
   bool enforce_eager = false;
   int device = 0;
-  bool precise = true;   // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
-  bool kv_bf16 = false;  // KV cache in bf16 instead of fp32
+  bool precise = true;          // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
+  bool kv_bf16 = false;         // KV cache in bf16 instead of fp32
   bool capture_graphs = false;  // capture every CUDA graph while loading (the sidecar's startup)
 };
 

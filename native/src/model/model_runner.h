@@ -18,8 +18,8 @@ namespace ee {
 
 class ModelRunner : public IModelRunner {
  public:
-  ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
-              ThreadPool* pool, const cpu::Kernels* kernels, bool precise);
+  ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv, ThreadPool* pool,
+              const cpu::Kernels* kernels, bool precise);
 
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
