@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: build native/cuda, then time where a step's time goes (ERNIE_CUDA_PROFILE, see
-# native/cuda/src/model.cu): one stream with graphs timed whole, one stream op by op, and the
+# native/cuda/src/profiler.h): one stream with graphs timed whole, one stream op by op, and the
 # engine's random workload at concurrency 256 op by op. Expects .gpu/ as bench/gpu.sh does.
 set -uo pipefail
 out=${1:-/tmp/gpu-prof}

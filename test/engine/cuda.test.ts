@@ -408,7 +408,7 @@ gpu('CUDA backend through the batching engine', () => {
   });
 
   // Graphs captured lazily on one engine's step thread while other models are created and freed on
-  // the JS thread. Before api_mutex (native/cuda/src/model.cu) serialised them, a cudaFree there
+  // the JS thread. Before api_mutex (native/cuda/src/model.h) serialised them, a cudaFree there
   // invalidated the capture and every request of that step ended with a cuBLAS error (~1 run in 6
   // of the invariance test above, measured on the H200); close() also left the model to the
   // garbage collector, which freed it at a random moment.

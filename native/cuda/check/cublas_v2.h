@@ -19,6 +19,6 @@ cublasStatus_t cublasDestroy(cublasHandle_t);
 cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t);
 cublasStatus_t cublasSetWorkspace(cublasHandle_t, void*, size_t);
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t);
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-                            cudaDataType, int, const void*, cudaDataType, int, const void*, void*, cudaDataType, int,
-                            cublasComputeType_t, cublasGemmAlgo_t);
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);

@@ -20,11 +20,11 @@ typedef struct EeCudaModel EeCudaModel;
 typedef struct {
   int vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
   float rms_norm_eps;
-  int rope_interleaved;    /* 1: pairs (2i, 2i+1) (ERNIE-4.5); 0: halves (Llama) */
-  const float* inv_freq;   /* head_dim / 2 */
-  const uint16_t* embed;   /* [vocab, hidden] */
-  const uint16_t* lm_head; /* [vocab, hidden]; may equal embed (tied) */
-  const float* final_norm; /* [hidden] */
+  int rope_interleaved;             /* 1: pairs (2i, 2i+1) (ERNIE-4.5); 0: halves (Llama) */
+  const float* inv_freq;            /* head_dim / 2 */
+  const uint16_t* embed;            /* [vocab, hidden] */
+  const uint16_t* lm_head;          /* [vocab, hidden]; may equal embed (tied) */
+  const float* final_norm;          /* [hidden] */
   const uint16_t* const* q_proj;    /* [heads*head_dim, hidden] */
   const uint16_t* const* k_proj;    /* [kv_heads*head_dim, hidden] */
   const uint16_t* const* v_proj;    /* [kv_heads*head_dim, hidden] */
@@ -39,16 +39,16 @@ typedef struct {
   int block_size;
   int num_blocks;
   float gpu_memory_utilization;
-  int max_model_len;       /* longest sequence a decode graph must serve (longer ones run eagerly) */
-  int max_num_seqs;        /* largest decode batch captured as a CUDA graph */
-  int max_batched_tokens;  /* activation buffers are sized for this many rows up front (they grow) */
-  int enforce_eager;       /* 1: never use CUDA graphs */
-  int device;              /* CUDA device ordinal */
-  int precise;             /* 1: GEMM inputs as two bf16 planes (fp32-grade); 0: plain bf16 activations */
-  int kv_bf16;             /* 1: KV cache in bf16 (half the memory and reads); 0: fp32 */
-  int capture_graphs;      /* 1: capture every decode and mixed-step graph (greedy and sampling
-                            * outputs) while the model is created, as vLLM does at startup, so no
-                            * request pays a capture; 0: each graph on its first use */
+  int max_model_len;      /* longest sequence a decode graph must serve (longer ones run eagerly) */
+  int max_num_seqs;       /* largest decode batch captured as a CUDA graph */
+  int max_batched_tokens; /* activation buffers are sized for this many rows up front (they grow) */
+  int enforce_eager;      /* 1: never use CUDA graphs */
+  int device;             /* CUDA device ordinal */
+  int precise;            /* 1: GEMM inputs as two bf16 planes (fp32-grade); 0: plain bf16 activations */
+  int kv_bf16;            /* 1: KV cache in bf16 (half the memory and reads); 0: fp32 */
+  int capture_graphs;     /* 1: capture every decode and mixed-step graph (greedy and sampling
+                           * outputs) while the model is created, as vLLM does at startup, so no
+                           * request pays a capture; 0: each graph on its first use */
 } EeCudaModelDesc;
 
 /* One sequence's part of a step (same meaning as the engine's SeqSlice; inputs already validated). */
@@ -65,7 +65,7 @@ typedef struct {
   int num_blocks;
   uint64_t kv_bytes;
   uint64_t weight_bytes;
-  uint64_t gpu_bytes_used;  /* by the whole process, after loading */
+  uint64_t gpu_bytes_used; /* by the whole process, after loading */
   uint64_t gpu_bytes_total;
   char device_name[128];
 } EeCudaInfo;

@@ -3,11 +3,8 @@
 // - Up to 8 rows (partitions of 32 keys, many small blocks for parallelism): attn_tile_kernel, fp32
 //   on CUDA cores, 4 warps x 4 query vectors, each 32-key chunk staged through shared memory.
 // - Beyond (partitions of 64 / 128 keys): attn_decode_mma_kernel, the REP heads as the M rows of
-//   tensor-core mmas. Measured on the H200 at 256 rows of 384 keys, per layer: 81 us with a bf16
-//   cache against 145 us for the best CUDA-core kernel tried (a warp per 32-key chunk, one key per
-//   lane: ~9k instructions per warp per chunk, latency-bound at 1.6 TB/s); with an fp32 cache
-//   about even (145 / 135 us, the fp32 V fragments being built by hand); whole 256-row decode steps
-//   1.81 ms against 3.01 ms (bf16), 2.97 against 3.01 ms (fp32).
+//   tensor-core mmas: faster than the best CUDA-core kernel tried with a bf16 cache, about even
+//   with an fp32 one (whose V fragments are built by hand). Figures: native/cuda/README.md.
 
 #include "device.cuh"
 #include "kernels.cuh"
@@ -27,14 +24,13 @@ constexpr int kChunk = 32;
 
 // Few rows: tiles of NW warps x QPW query vectors (REP used) of one row and KV head, one key
 // partition; each 32-key chunk staged through shared memory (K [32][D + 4], V [32][D]), lane j
-// scoring key j against its warp's queries, online softmax per query. Measured on the H200 at one
-// row: 1,220 tok/s single stream against 956 for a warp-per-chunk kernel (whose lanes each walk a
-// whole key row: a long serial path when there are few blocks).
+// scoring key j against its warp's queries, online softmax per query. Faster for a single stream
+// than a warp-per-chunk kernel, whose lanes each walk a whole key row: a long serial path when
+// there are few blocks (native/cuda/README.md).
 template <int REP, int D, typename KV, int NW, int QPW>
-__global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T,
-                                                         int heads, int KVH, int bs, int P, int NP, float scale,
-                                                         int planes, float* part_acc, float* part_ml, bf16* act) {
-  pdl_begin();
+__global__ void __launch_bounds__(NW * 32)
+    attn_tile_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs, int P,
+                     int NP, float scale, int planes, float* part_acc, float* part_ml, bf16* act) {
   constexpr int NQ = NW * QPW;  // query vectors per tile
   constexpr int NT = NW * 32;   // threads
   constexpr int DL = D / 32;    // output dims per lane
@@ -147,7 +143,6 @@ __global__ void __launch_bounds__(NW * 32) attn_tile_kernel(const float* q, cons
 
 __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml, RowMeta m, int T, int heads, int KVH,
                                     int D, int P, int NP, int planes, bf16* act) {
-  pdl_begin();
   if (int(blockIdx.x) >= m.counts[0]) return;
   const int r = m.tile_row[blockIdx.x], h = blockIdx.y, t = threadIdx.x;  // one-row tiles from 0
   const int rep = heads / KVH, g = h / rep, hh = h % rep;
@@ -169,8 +164,8 @@ __global__ void attn_combine_kernel(const float* part_acc, const float* part_ml,
 // ---- tensor-core decode (rows beyond 8) -------------------------------------------------------------
 // The REP query heads of one KV head are the M rows of mma.sync m16n8k16 (head h in row h, REP <= 16,
 // rows past REP zero), so one K row is read once for all of them and the FLOPs go to tensor cores:
-// measured on the H200 the CUDA-core version spent ~9k instructions per warp per 32 keys and stayed
-// latency-bound at 1.6 TB/s. Block: NWK = P / 32 warps, warp wk one 32-key chunk of the partition.
+// the CUDA-core version was instruction- and latency-bound, far from HBM bandwidth
+// (native/cuda/README.md). Block: NWK = P / 32 warps, warp wk one 32-key chunk of the partition.
 // - S = q · K^T: K rows read straight from global memory in 16-byte pieces. The dot product does
 //   not care in which order the dims are summed, so the k index of the fragments is permuted:
 //   lane t of an mma row group loads dims [d0 + 8t, d0 + 8t + 8) of its key (one 16-byte bf16
@@ -212,8 +207,8 @@ __device__ __forceinline__ void load8_pairs(const float* p, uint32_t* hi, uint32
 // a key of every head (M finite). Every thread of the block calls it.
 template <int REP, int D, int NW, typename Emit>
 __device__ __forceinline__ void merge_warps(int w, int g, int tq, const float (&mrun)[2], const float (&lrun)[2],
-                                            const float (&o)[D / 8][4], float (*wm)[16], float (*wl)[16],
-                                            float* wacc, Emit emit) {
+                                            const float (&o)[D / 8][4], float (*wm)[16], float (*wl)[16], float* wacc,
+                                            Emit emit) {
 #pragma unroll
   for (int ii = 0; ii < 2; ++ii) {
     const int h = g + 8 * ii;
@@ -248,7 +243,6 @@ template <int REP, int D, typename KV, bool QLO, int NWK>
 __global__ void __launch_bounds__(NWK * 32)
     attn_decode_mma_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs,
                            int NP, float scale_log2, float* part_acc, float* part_ml, bf16* act) {
-  pdl_begin();
   constexpr bool KVLO = sizeof(KV) == 4;
   constexpr int P = NWK * kWarpKeys;
   constexpr int NPASS = D / 32;  // 32-dim passes of S, two k-steps each
@@ -265,7 +259,7 @@ __global__ void __launch_bounds__(NWK * 32)
   const int t = threadIdx.x, wk = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
   const size_t QD = size_t(heads) * D;
   KV* vs = reinterpret_cast<KV*>(smem_raw) + size_t(wk) * kWarpKeys * LDV;  // this warp's V tile
-  float* wacc = reinterpret_cast<float*>(smem_raw);                          // [NWK][REP][D], after V
+  float* wacc = reinterpret_cast<float*>(smem_raw);                         // [NWK][REP][D], after V
 
   // q's A fragments in the permuted k order: pass ps, k-step j: a0 / a2 = dims d0 + 8t + 4j + {0,1}
   // / {2,3} of head g (a1 / a3: head g + 8).
@@ -328,7 +322,7 @@ __global__ void __launch_bounds__(NWK * 32)
             if (KVLO) mma(s[jn], qh[ps][j], bl[2 * j], bl[2 * j + 1]);
           }
         }
-      // Softmax over the chunk per row (head); rows g (i = 0) and g + 8 (i = 1).
+        // Softmax over the chunk per row (head); rows g (i = 0) and g + 8 (i = 1).
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float mx = -INFINITY;
@@ -411,7 +405,7 @@ void launch_mma(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m
                 int NP, float scale, float* pa, float* pm, bf16* act, cudaStream_t s) {
   constexpr size_t bytes = dec_mma_smem<REP, D, KV, NWK>();
   auto* kernel = attn_decode_mma_kernel<REP, D, KV, QLO, NWK>;  // its shared memory limit: attention_prepare
-  const float sl = scale * 1.4426950408889634f;  // the kernel's softmax is in the log2 domain
+  const float sl = scale * 1.4426950408889634f;                 // the kernel's softmax is in the log2 domain
   launch(kernel, grid, NWK * 32, bytes, s, q, kc, vc, m, T, heads, KVH, bs, NP, sl, pa, pm, act);
 }
 
@@ -423,15 +417,11 @@ void launch_nw(int nwk, dim3 grid, const float* q, const KV* kc, const KV* vc, R
   launch_mma<REP, D, KV, QLO, NWK>(grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, pa, pm, act, s)
   if (nwk == 1)
     launch(attn_tile_kernel<REP, D, KV, 4, 4>, dim3(grid.x, grid.y, NP), 128, 0, s, q, kc, vc, m, T, heads, KVH, bs,
-                                                                              kWarpKeys, NP, scale, planes, pa, pm, act);
-  else if (nwk == 2 && planes == 2)
-    EEC_MMA(true, 2);
-  else if (nwk == 2)
-    EEC_MMA(false, 2);
-  else if (planes == 2)
-    EEC_MMA(true, 4);
-  else
-    EEC_MMA(false, 4);
+           kWarpKeys, NP, scale, planes, pa, pm, act);
+  else if (nwk == 2 && planes == 2) EEC_MMA(true, 2);
+  else if (nwk == 2) EEC_MMA(false, 2);
+  else if (planes == 2) EEC_MMA(true, 4);
+  else EEC_MMA(false, 4);
 #undef EEC_MMA
 }
 
@@ -460,24 +450,22 @@ template <typename KV>
 void attention_t(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int tiles, int heads, int KVH, int D,
                  int bs, int P, int NP, int planes, float* pa, float* pm, bf16* act, cudaStream_t s) {
   // Graphs are captured for max_model_len, so NP counts partitions no row may have: rather than a
-  // block per partition (most exiting at once: measured 14k empty blocks, ~1/3 of the kernel's time
-  // at 256 rows), ~2k blocks loop over partitions z, z + gridDim.z, ...
+  // block per partition (most exiting at once, a large share of the kernel's time at many rows),
+  // ~kTargetBlocks blocks loop over partitions z, z + gridDim.z, ...
   const int z = std::max(1, std::min(NP, (kTargetBlocks + tiles * KVH - 1) / (tiles * KVH)));
   const dim3 grid(tiles, KVH, z);
   const float scale = 1.0f / sqrtf(float(D));
   const int rep = heads / KVH, nw = P / kWarpKeys;
-  if (D == 128)
-    launch_rep<128, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
-  else
-    launch_rep<64, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
+  if (D == 128) launch_rep<128, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
+  else launch_rep<64, KV>(rep, nw, grid, q, kc, vc, m, T, heads, KVH, bs, NP, scale, planes, pa, pm, act, s);
 }
 
 // Past the 48 KB default of dynamic shared memory (an fp32 cache's V tiles): raised once per model,
 // at its creation, for the kernels its shape can launch (as attention_prefill_prepare, and why).
 template <int REP, int D, typename KV, bool QLO, int NWK>
 cudaError_t size_one() {
-  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(dec_mma_smem<REP, D, KV, NWK>()));
+  return cudaFuncSetAttribute(attn_decode_mma_kernel<REP, D, KV, QLO, NWK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(dec_mma_smem<REP, D, KV, NWK>()));
 }
 template <int REP, int D, typename KV, bool QLO>
 cudaError_t size_mma() {
@@ -493,15 +481,15 @@ cudaError_t size_rep(int rep, bool qlo) {
 }
 
 // ---- decode rows walking whole rows (bf16 cache, one plane, 128+ decode rows) ---------------------
-// Why: ncu on the H200 (bf16, 256 rows of 384 keys, per layer): attn_decode_mma_kernel 53 us at
-// 2.1 TB/s and 25% occupancy, every block issuing its loads in one burst at its start, plus 13 us
-// of combine kernel. Here a block of kWalkWarps warps owns one (row, KV head), with no partials:
-// warp w streams the row's 16-key chunks w, w + NW, ... through kWalkStages cp.async stages of its
-// own (the next chunk loading while one is computed) and keeps an online softmax; the warps merge
-// once at the end and write act. S = q·K^T and P·V on tensor cores as in the prefill kernel (the
-// REP heads as the mma's M rows, K and V from shared memory). Two stages fit three blocks per SM
-// (three stages: two); 2 or 3 stages and 2 or 4 warps were measured on the 256-stream workload
-// (native/cuda/README.md), and this one won.
+// Why: ncu showed attn_decode_mma_kernel at low occupancy, every block issuing its loads in one
+// burst at its start, and the combine kernel a further cost (native/cuda/README.md). Here a block
+// of kWalkWarps warps owns one (row, KV head), with no partials: warp w streams the row's 16-key
+// chunks w, w + NW, ... through kWalkStages cp.async stages of its own (the next chunk loading
+// while one is computed) and keeps an online softmax; the warps merge once at the end and write
+// act. S = q·K^T and P·V on tensor cores as in the prefill kernel (the REP heads as the mma's M
+// rows, K and V from shared memory). Two stages fit three blocks per SM (three stages: two); 2 or 3
+// stages and 2 or 4 warps were measured on the 256-stream workload (native/cuda/README.md), and
+// this one won.
 constexpr int kWalkChunk = 16;
 constexpr int kWalkWarps = 4;
 constexpr int kWalkStages = 2;
@@ -516,7 +504,6 @@ template <int REP, int D, int NW>
 __global__ void __launch_bounds__(NW * 32)
     attn_decode_walk_kernel(const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                             int bs, float scale_log2, bool contig, bf16* act) {
-  pdl_begin();
   constexpr int LD = D + 8, KS = D / 16, NO = D / 8, PPR = D * 2 / 16;  // PPR: 16-byte pieces per row
   static_assert(REP <= 16 && D % 16 == 0, "REP <= 16 heads in the mma rows");
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -653,15 +640,15 @@ __global__ void __launch_bounds__(NW * 32)
 template <int REP, int D>
 void launch_walk(dim3 grid, const float* q, const bf16* kc, const bf16* vc, RowMeta m, int T, int heads, int KVH,
                  int bs, float scale, bf16* act, cudaStream_t s) {
-  // A chunk's keys from one block-table lookup when blocks hold whole chunks (ncu on the H200, 256
-  // decode rows: 43.9 vs 46.2 us per layer with a lookup per key).
-  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q,
-         kc, vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
+  // A chunk's keys from one block-table lookup when blocks hold whole chunks: faster than a lookup
+  // per key (native/cuda/README.md).
+  launch(attn_decode_walk_kernel<REP, D, kWalkWarps>, grid, kWalkWarps * 32, walk_smem<REP, D, kWalkWarps>(), s, q, kc,
+         vc, m, T, heads, KVH, bs, scale * 1.4426950408889634f, bs % kWalkChunk == 0, act);
 }
 template <int REP, int D>
 cudaError_t size_walk() {
-  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(walk_smem<REP, D, kWalkWarps>()));
+  return cudaFuncSetAttribute(attn_decode_walk_kernel<REP, D, kWalkWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(walk_smem<REP, D, kWalkWarps>()));
 }
 
 }  // namespace
@@ -682,13 +669,12 @@ cudaError_t attention_prepare(int heads, int kv_heads, int D, bool kv_bf16, int 
 
 bool attention_supported(int heads, int kv_heads, int D) {
   const int rep = heads / kv_heads;
-  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) &&
-         heads % kv_heads == 0;
+  return (D == 64 || D == 128) && (rep == 1 || rep == 2 || rep == 4 || rep == 8 || rep == 16) && heads % kv_heads == 0;
 }
 
 void attention(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T, int tiles,
-               int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes, float* part_acc,
-               float* part_ml, bf16* act, cudaStream_t s) {
+               int heads, int kv_heads, int D, int block_size, int part_keys, int num_parts, int planes,
+               float* part_acc, float* part_ml, bf16* act, cudaStream_t s) {
   if (part_keys > kMaxPartKeys) {  // whole rows (attn_decode_part_keys with walk): bf16 cache, one plane
     const dim3 grid(tiles, kv_heads);
     const float scale = 1.0f / sqrtf(float(D));
@@ -696,10 +682,8 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
     const auto* vc = static_cast<const bf16*>(v_cache);
     with_rep(heads / kv_heads, [&](auto r) {
       constexpr int R = decltype(r)::value;
-      if (D == 128)
-        launch_walk<R, 128>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
-      else
-        launch_walk<R, 64>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+      if (D == 128) launch_walk<R, 128>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
+      else launch_walk<R, 64>(grid, q, kc, vc, m, T, heads, kv_heads, block_size, scale, act, s);
     });
     return;
   }
@@ -711,7 +695,7 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
                        kv_heads, D, block_size, part_keys, num_parts, planes, part_acc, part_ml, act, s);
   if (num_parts > 1)
     launch(attn_combine_kernel, dim3(tiles, heads), D, 0, s, part_acc, part_ml, m, T, heads, kv_heads, D, part_keys,
-                                                         num_parts, planes, act);
+           num_parts, planes, act);
 }
 
 }  // namespace eec

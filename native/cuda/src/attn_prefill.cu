@@ -3,8 +3,8 @@
 // Why our own kernel and not FlashAttention / FlashInfer: those are PyTorch extensions with their
 // own paged layouts and build systems; this reads the engine's block tables and the cache layout
 // of rope_kv as they are, and keeps the "precise" mode fp32-grade (below), which they do not offer.
-// Measured on the H200 before it (CUDA-core tiles of 16 query vectors): ~190 us per layer for a
-// mixed step's ~730 prompt rows, 45% of such a step.
+// Before it, CUDA-core tiles of 16 query vectors took a large share of every mixed step
+// (native/cuda/README.md).
 //
 // Block: kGroups groups of 4 warps; a group's warps x 16 query vectors = 64 query vectors of one KV
 // head = 64 / REP consecutive rows of one sequence (their REP query heads share every K/V chunk).
@@ -14,8 +14,7 @@
 // laid out as the mma's fragments; at the end the groups' partial softmaxes are merged through
 // shared memory in a fixed order. Why groups: a tile's time is a serial chain of chunks (the
 // longest prompt's last tile sets the kernel's time when a step prefills a few prompts), and two
-// groups halve it. Measured on the H200 (one group before): ~72 us per layer for the prefill part
-// of a mixed step of ~760 rows at 256 streams.
+// groups halve it (the figures: native/cuda/README.md).
 // Precision: with two activation planes ("precise", --dtype float32) q and P are split into hi and
 // lo bf16 halves, and an fp32 cache's K and V likewise; each product takes the three mmas hi·hi +
 // lo·hi + hi·lo (the bf16x3 scheme: ~16 mantissa bits per operand, fp32-grade results). With one
@@ -29,11 +28,11 @@ namespace eec {
 
 namespace {
 
-constexpr int kQWarps = 4;              // warps of a group (each 16 query vectors: the mma's M)
-constexpr int kGroups = 2;              // key-splitting groups
+constexpr int kQWarps = 4;  // warps of a group (each 16 query vectors: the mma's M)
+constexpr int kGroups = 2;  // key-splitting groups
 constexpr int kWarps = kQWarps * kGroups;
-constexpr int kTileQ = kQWarps * 16;    // query vectors per block
-constexpr int kGroupKeys = 32;          // keys per group per chunk
+constexpr int kTileQ = kQWarps * 16;         // query vectors per block
+constexpr int kGroupKeys = 32;               // keys per group per chunk
 constexpr int kKeys = kGroups * kGroupKeys;  // keys per shared-memory chunk
 
 // Shared memory (dynamic, bf16, rows of D + 8: an odd number of 16-byte units, so fragment loads
@@ -52,18 +51,16 @@ constexpr size_t prefill_smem_bytes() {
 // How K and V reach shared memory:
 // - ST = 0 (any cache): the next chunk is loaded into registers while the current one is computed
 //   and converted to bf16 planes on the way in (without the prefetch the loop was bound by
-//   global-load latency: ~8 us per chunk).
+//   global-load latency).
 // - ST > 0 (bf16 cache only: no conversion needed): ST shared-memory stages filled by cp.async,
-//   ST - 1 chunks in flight while one is computed, and no registers held for them. Why: ncu on the
-//   H200 (bf16, a mixed step of 16 x 384 prompt rows) showed the register version at 228
-//   registers, one block per SM, ~2 active warps per scheduler, each stalled ~40% of its cycles on
-//   the chunk's global loads. Figures: see launch_q.
+//   ST - 1 chunks in flight while one is computed, and no registers held for them. Why: ncu showed
+//   the register version at one block per SM, few active warps per scheduler, stalled much of its
+//   time on the chunk's global loads (native/cuda/README.md).
 template <int D, typename KV, bool QLO, bool KVLO, int ST>
-__global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register allocation measured in launch_q
-    attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
-                        int rep, int bs, float scale_log2, bf16* act) {
+__global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): one block per SM (see launch_v)
+    attn_prefill_kernel(const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int rep,
+                        int bs, float scale_log2, bf16* act) {
   static_assert(ST == 0 || (!KVLO && sizeof(KV) == 2), "cp.async stages hold a bf16 cache as it is");
-  pdl_begin();
   constexpr int KS = D / 16;  // mma k-steps over the head dim (S = q·K^T)
   constexpr int NO = D / 8;   // output n-tiles (O = P·V)
   constexpr int NS = kGroupKeys / 8;
@@ -75,14 +72,14 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);  // [QP][kTileQ][LD]
   constexpr int NSTG = ST > 0 ? ST : 1;
-  bf16* ks = qs + QP * kTileQ * LD;              // [NSTG][KP][kKeys][LD]
-  bf16* vs = ks + NSTG * KP * kKeys * LD;        // [NSTG][KP][kKeys][LD]
+  bf16* ks = qs + QP * kTileQ * LD;        // [NSTG][KP][kKeys][LD]
+  bf16* vs = ks + NSTG * KP * kKeys * LD;  // [NSTG][KP][kKeys][LD]
   if (int(blockIdx.x) >= m.counts[1]) return;
   const int tile = m.counts[0] + blockIdx.x, kvh = blockIdx.y;  // prefill tiles follow the decode tiles
   const int r0 = m.tile_row[tile], nr = m.tile_n[tile];
   const int t = threadIdx.x, lane = t % 32, g = lane / 4, tq = lane % 4;
   const int grp = t / (32 * kQWarps), w = (t / 32) % kQWarps;  // key group; warp (16 query vectors) in it
-  const int kb = grp * kGroupKeys;                                // the group's keys in each chunk
+  const int kb = grp * kGroupKeys;                             // the group's keys in each chunk
   const size_t QD = size_t(heads) * D;
   const int ctx = m.pos[r0 + nr - 1] + 1;  // the tile's last row sees the most keys
   // A key's K / V row in the cache.
@@ -305,15 +302,15 @@ __global__ void __launch_bounds__(kWarps * 32, 1)  // (x, 1): the register alloc
 #pragma unroll
     for (int n = 0; n < NO; ++n)
 #pragma unroll
-      for (int c = 0; c < 2; ++c) store_act(o[n][2 * i + c] * inv, act, base + n * 8 + 2 * tq + c, size_t(T) * QD, planes);
+      for (int c = 0; c < 2; ++c)
+        store_act(o[n][2 * i + c] * inv, act, base + n * 8 + 2 * tq + c, size_t(T) * QD, planes);
   }
 }
 
-// A bf16 cache goes through 3 cp.async stages (ST = 3, one block of 228 -> 145 registers per SM);
-// an fp32 cache through registers (ST = 0). Measured on the H200 (bf16, ncu, per layer): a 512-token
-// prompt 57.7 -> 31.6 us; 16 prompts of 384 tokens in one step 307 -> 217 us. Two stages fitted to
-// two blocks per SM (127 registers) took the 16 prompts to 166 us but the one prompt only to 42 us,
-// and serving steps prefill a few prompts at a time, so three stages it is.
+// A bf16 cache goes through 3 cp.async stages (ST = 3, one block per SM, far fewer registers than
+// through registers); an fp32 cache through registers (ST = 0). Two stages fit two blocks per SM:
+// better for many prompts in one step, worse for one, and serving steps prefill a few prompts at a
+// time, so three stages it is (the ncu figures: native/cuda/README.md).
 template <int D, typename KV, bool QLO, int ST>
 void launch_v(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int rep,
               int bs, float sl, bf16* act, cudaStream_t s) {
@@ -323,31 +320,26 @@ void launch_v(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, 
   launch(kernel, grid, kWarps * 32, bytes, s, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act);
 }
 template <int D, typename KV, bool QLO>
-void launch_q(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
-              int rep, int bs, float sl, bf16* act, cudaStream_t s) {
-  if constexpr (sizeof(KV) == 2)
-    launch_v<D, KV, QLO, 3>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
-  else
-    launch_v<D, KV, QLO, 0>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
+void launch_q(dim3 grid, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int rep,
+              int bs, float sl, bf16* act, cudaStream_t s) {
+  if constexpr (sizeof(KV) == 2) launch_v<D, KV, QLO, 3>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
+  else launch_v<D, KV, QLO, 0>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
 }
 
 template <int D, typename KV>
-void launch_qlo(dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
-            int KVH, int rep, int bs, float sl, bf16* act, cudaStream_t s) {
-  if (qlo)
-    launch_q<D, KV, true>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
-  else
-    launch_q<D, KV, false>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
+void launch_qlo(dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH,
+                int rep, int bs, float sl, bf16* act, cudaStream_t s) {
+  if (qlo) launch_q<D, KV, true>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
+  else launch_q<D, KV, false>(grid, q, kc, vc, m, T, heads, KVH, rep, bs, sl, act, s);
 }
 
 template <typename KV>
-void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads, int KVH, int bs, bf16* act, cudaStream_t s) {
+void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV* vc, RowMeta m, int T, int heads,
+              int KVH, int bs, bf16* act, cudaStream_t s) {
   const float scale_log2 = 1.4426950408889634f / sqrtf(float(D));  // softmax in the log2 domain
   const int rep = heads / KVH;
-  if (D == 128)
-    launch_qlo<128, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
-  else
-    launch_qlo<64, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
+  if (D == 128) launch_qlo<128, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
+  else launch_qlo<64, KV>(grid, qlo, q, kc, vc, m, T, heads, KVH, rep, bs, scale_log2, act, s);
 }
 
 // Past the 48 KB default of dynamic shared memory: raised once per model, at its creation, on its
@@ -357,15 +349,13 @@ void launch_d(int D, dim3 grid, bool qlo, const float* q, const KV* kc, const KV
 template <int D, typename KV, bool QLO, int ST>
 cudaError_t size_v() {
   constexpr bool kvlo = sizeof(KV) == 4;
-  return cudaFuncSetAttribute(attn_prefill_kernel<D, KV, QLO, kvlo, ST>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(prefill_smem_bytes<D, QLO, kvlo, ST>()));
+  return cudaFuncSetAttribute(attn_prefill_kernel<D, KV, QLO, kvlo, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(prefill_smem_bytes<D, QLO, kvlo, ST>()));
 }
 template <int D, typename KV, bool QLO>
 cudaError_t size_q() {
-  if constexpr (sizeof(KV) == 2)
-    return size_v<D, KV, QLO, 3>();
-  else
-    return size_v<D, KV, QLO, 0>();
+  if constexpr (sizeof(KV) == 2) return size_v<D, KV, QLO, 3>();
+  else return size_v<D, KV, QLO, 0>();
 }
 template <int D, typename KV>
 cudaError_t size_qlo(bool qlo) {
@@ -390,8 +380,8 @@ void attention_prefill(const float* q, const void* k_cache, const void* v_cache,
     launch_d<bf16>(D, grid, planes == 2, q, static_cast<const bf16*>(k_cache), static_cast<const bf16*>(v_cache), m, T,
                    heads, kv_heads, block_size, act, s);
   else
-    launch_d<float>(D, grid, planes == 2, q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m, T,
-                    heads, kv_heads, block_size, act, s);
+    launch_d<float>(D, grid, planes == 2, q, static_cast<const float*>(k_cache), static_cast<const float*>(v_cache), m,
+                    T, heads, kv_heads, block_size, act, s);
 }
 
 }  // namespace eec

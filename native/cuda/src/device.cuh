@@ -56,21 +56,6 @@ __device__ __forceinline__ float4 load4(const bf16* p) {
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
-
-// Programmatic dependent launch (Hopper and later; launch.cuh sets the launch attribute, opt-in). Every
-// kernel of this library calls pdl_begin() before it touches global memory: it waits until the
-// kernel before it in the stream has finished and its writes are visible (griddepcontrol.wait),
-// then lets the next kernel be launched early (launch_dependents), so that the next kernel's launch
-// and block scheduling overlap this one's tail instead of following it. Without the attribute (or
-// on older GPUs) both are no-ops. Why: a decode step is ~185 small dependent kernels, and their
-// launch gaps were a large part of a small step's time.
-__device__ __forceinline__ void pdl_begin() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
   return v;

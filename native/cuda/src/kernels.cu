@@ -11,10 +11,11 @@ namespace eec {
 
 namespace {
 
-
 struct Sum {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct FMax {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -45,7 +46,6 @@ __device__ T block_reduce(T v, T* red, Op op) {
 __device__ float block_sum(float v, float* red) { return block_reduce(v, red, Sum{}); }
 
 __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, float* x) {
-  pdl_begin();
   const int r = blockIdx.x;
   const bf16* row = table + size_t(token[r]) * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) x[size_t(r) * H + i] = __bfloat162float(row[i]);
@@ -54,8 +54,8 @@ __global__ void embed_kernel(const bf16* table, const int32_t* token, int H, flo
 // One block of kNormThreads per output row; thread t owns elements t, t + kNormThreads, ... (E of
 // them, in registers). Every load of the row is issued before the first is used: the kernel is a
 // chain of dependent latencies (load, reduce, store) and at decode sizes that chain is its time
-// (ncu, 256 rows of 1024: 6.4 us with the loads one loop iteration at a time). The per-thread sum
-// runs in the same order as a strided loop would, so results do not depend on E.
+// (ncu figures against loads one loop iteration at a time: native/cuda/README.md). The per-thread
+// sum runs in the same order as a strided loop would, so results do not depend on E.
 constexpr int kNormThreads = 256;
 // A GEMM output element as float: fp32 output (one or two planes) or bf16 output (one plane).
 __device__ __forceinline__ float yval(const float* y, size_t idx, size_t lo_off, int planes) {
@@ -65,10 +65,8 @@ __device__ __forceinline__ float yval(const bf16* y, size_t idx, size_t, int) { 
 
 template <int E, typename YT>
 __global__ void __launch_bounds__(kNormThreads)
-    residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R,
-                            int H, const float* __restrict__ w, float eps, bool write_x, int planes,
-                            bf16* __restrict__ act) {
-  pdl_begin();
+    residual_rmsnorm_kernel(float* __restrict__ x, const YT* __restrict__ y, const int32_t* rows, int T, int R, int H,
+                            const float* __restrict__ w, float eps, bool write_x, int planes, bf16* __restrict__ act) {
   __shared__ float red[33];
   const int i = blockIdx.x;
   const int r = rows ? rows[i] : i;
@@ -110,7 +108,6 @@ constexpr int kNormMaxE = 32;  // rows up to 8192 wide
 template <typename KV, typename YT>
 __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads, int D, const float* inv_freq,
                                bool interleaved, int planes, float* q_out, KV* k_cache, KV* v_cache, int T) {
-  pdl_begin();
   const int r = blockIdx.x;
   const int QD = heads * D, KVD = kv_heads * D, W = QD + 2 * KVD, half = D / 2;
   const size_t row = size_t(r) * W, lo = size_t(T) * W;
@@ -118,8 +115,7 @@ __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads
   const size_t slot = size_t(m.slot[r]);
   // cos / sin of the row's half angles, once per row: every head rotates by the same ones, and a
   // double sincos per rotated pair made this kernel ALU-bound (1,152 of them per 0.3B row). (A
-  // per-position table computed at load measured no faster than this: 5.4 us per call either way
-  // at 256 rows, ncu.)
+  // per-position table computed at load measured no faster than this: native/cuda/README.md.)
   extern __shared__ float cs[];  // [half] cos, then [half] sin
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const float angle = pos * inv_freq[i];
@@ -156,7 +152,6 @@ __global__ void rope_kv_kernel(const YT* qkv, RowMeta m, int heads, int kv_heads
 // 8-byte (bf16) loads of the gate and up halves.
 template <typename YT>
 __global__ void silu_mul_kernel(const YT* __restrict__ y, int T, int I, int planes, bf16* __restrict__ act) {
-  pdl_begin();
   const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   if (idx >= size_t(T) * I) return;
   const size_t r = idx / I, i = idx % I, lo = size_t(T) * 2 * I;
@@ -175,7 +170,6 @@ __global__ void silu_mul_kernel(const YT* __restrict__ y, int T, int I, int plan
 }
 
 __global__ void logits_sum_kernel(const float* y, int R, int V, int planes, float* logits) {
-  pdl_begin();
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= size_t(R) * V) return;
   logits[idx] = planes_sum(y, idx, size_t(R) * V, planes);
@@ -198,7 +192,6 @@ __device__ __forceinline__ int32_t argmax_key_index(unsigned long long k) {
 // (zeroed before). NaN never wins; a row of NaNs keeps key 0.
 constexpr int kArgmaxSpan = 4096;
 __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, unsigned long long* keys) {
-  pdl_begin();
   __shared__ unsigned long long red[33];
   const int r = blockIdx.x, t = threadIdx.x;
   const int v0 = blockIdx.y * kArgmaxSpan, v1 = min(V, v0 + kArgmaxSpan);
@@ -212,7 +205,6 @@ __global__ void logits_argmax_kernel(const float* y, int R, int V, int planes, u
 }
 
 __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32_t* out) {
-  pdl_begin();
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < R) out[r] = argmax_key_index(keys[r]);
 }
@@ -227,12 +219,12 @@ __global__ void argmax_index_kernel(const unsigned long long* keys, int R, int32
 // does not depend on the order the atomics land in, so each row is deterministic). The draw walks
 // the kept weights in id order until their running sum passes u * total.
 // Why a radix select: the previous bitwise search took 30 passes over the row, and at 256 rows the
-// rows (106 MB) do not stay in L2, so each pass read HBM: ~0.7 ms per sampled 256-row step.
+// rows (106 MB) do not stay in L2, so each pass read HBM (native/cuda/README.md).
 // NOTE: unlike the CPU sampler (exact ranks, ties broken by id, top-p walked in probability
 // order), ties at a threshold are all kept and the walk is in id order: the same distribution up
 // to ties, not the same token for a given u.
-constexpr int kSampleThreads = 512;  // two blocks per SM at <= 64 registers: 256 rows in one wave
-constexpr int kSampleHists = 8;  // shared histograms (threads spread over them: less atomic contention)
+constexpr int kSampleThreads = 512;          // two blocks per SM at <= 64 registers: 256 rows in one wave
+constexpr int kSampleHists = 8;              // shared histograms (threads spread over them: less atomic contention)
 constexpr float kFixOne = 1099511627776.0f;  // 2^40: w's fixed-point unit
 
 __device__ __forceinline__ unsigned long long fixed_w(float w) { return __float2ull_rn(w * kFixOne); }
@@ -241,8 +233,9 @@ __device__ __forceinline__ unsigned long long fixed_w(float w) { return __float2
 // to at least target (>= 1); lo's own elements are the only ones considered. Four radix passes.
 template <bool SUMS>
 __device__ __forceinline__ float radix_select(const float* w, int V, float lo, unsigned long long target,
-                              unsigned long long (*hist)[256], unsigned long long* merged, unsigned* shared_prefix,
-                              unsigned long long* shared_above, unsigned long long* total_out) {
+                                              unsigned long long (*hist)[256], unsigned long long* merged,
+                                              unsigned* shared_prefix, unsigned long long* shared_above,
+                                              unsigned long long* total_out) {
   const int t = threadIdx.x, grp = t % kSampleHists;
   unsigned prefix = 0;
   unsigned long long above = 0;
@@ -281,9 +274,8 @@ __device__ __forceinline__ float radix_select(const float* w, int V, float lo, u
   return fmaxf(__uint_as_float(prefix), lo);
 }
 
-__global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int R, int V, int planes,
-                                                                const SampleParams* sp, int32_t* out) {
-  pdl_begin();
+__global__ void __launch_bounds__(kSampleThreads, 2)
+    sample_kernel(float* y, int R, int V, int planes, const SampleParams* sp, int32_t* out) {
   __shared__ float fred[33];
   __shared__ unsigned long long kred[33];
   __shared__ unsigned long long hist[kSampleHists][256];
@@ -306,7 +298,8 @@ __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int
   }
   const float inv_t = 1.0f / p.temperature;
   float mx = -INFINITY;
-  for (int v = t; v < V; v += kSampleThreads) mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
+  for (int v = t; v < V; v += kSampleThreads)
+    mx = fmaxf(mx, planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes) * inv_t);
   mx = block_reduce(mx, fred, FMax{});
   unsigned long long part = 0;  // fixed-point sum of this thread's weights (all of them: threshold 0)
   for (int v = t; v < V; v += kSampleThreads) {
@@ -319,7 +312,8 @@ __global__ void __launch_bounds__(kSampleThreads, 2) sample_kernel(float* y, int
   unsigned long long total = block_reduce(part, kred, Sum{});  // integers: any order gives the same sum
   float thr = 0.0f;
   if (p.top_k > 0 && p.top_k < V)
-    thr = radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
+    thr =
+        radix_select<false>(w, V, 0.0f, (unsigned long long)p.top_k, hist, merged, &sel_prefix, &sel_above, &sel_total);
   if (p.min_p > 0.0f) thr = fmaxf(thr, p.min_p);
   if (thr > 0.0f) {  // the weight top-k / min-p keep
     unsigned long long kept = 0;
@@ -394,7 +388,6 @@ __global__ void __launch_bounds__(256) gemv_kernel(const bf16* w, const bf16* a,
   const int grp = warp / KS, ksl = warp % KS;
   const int n0 = (blockIdx.x * GROUPS + grp) * kNC;
   const int slice = K / KS, kb = ksl * slice, ke = kb + slice;
-  pdl_begin();
   float acc[MMAX][kNC];
 #pragma unroll
   for (int i = 0; i < MMAX; ++i)
@@ -466,7 +459,6 @@ void launch_gemv(int ks, const bf16* w, int N, int K, const bf16* a, int M, void
 }
 
 __global__ void copy_blocks_kernel(uint32_t* cache, const int32_t* pairs, size_t block_words) {
-  pdl_begin();
   const size_t src = size_t(pairs[2 * blockIdx.y]), dst = size_t(pairs[2 * blockIdx.y + 1]);
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < block_words; i += size_t(gridDim.x) * blockDim.x)
     cache[dst * block_words + i] = cache[src * block_words + i];
@@ -531,7 +523,8 @@ void logits_sum(const float* y, int R, int V, int planes, float* logits, cudaStr
   launch(logits_sum_kernel, unsigned((n + 255) / 256), 256, 0, s, y, R, V, planes, logits);
 }
 
-void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax, cudaStream_t s) {
+void logits_argmax(const float* y, int R, int V, int planes, unsigned long long* keys, int32_t* argmax,
+                   cudaStream_t s) {
   cudaMemsetAsync(keys, 0, sizeof(unsigned long long) * size_t(R), s);
   launch(logits_argmax_kernel, dim3(R, (V + kArgmaxSpan - 1) / kArgmaxSpan), 256, 0, s, y, R, V, planes, keys);
   launch(argmax_index_kernel, (R + 255) / 256, 256, 0, s, keys, R, argmax);
@@ -547,14 +540,10 @@ bool gemv(const bf16* w, int N, int K, const bf16* a, int M, void* out, bool out
   int ks = 1;
   const int groups = (N + kNC - 1) / kNC;
   while (ks < 8 && groups * ks < 2048 && K % (8 * ks * 2) == 0) ks *= 2;
-  if (M <= 2)
-    launch_gemv<2>(ks, w, N, K, a, M, out, out_bf16, s);
-  else if (M <= 4)
-    launch_gemv<4>(ks, w, N, K, a, M, out, out_bf16, s);
-  else if (M <= 8)
-    launch_gemv<8>(ks, w, N, K, a, M, out, out_bf16, s);
-  else
-    launch_gemv<16>(ks, w, N, K, a, M, out, out_bf16, s);
+  if (M <= 2) launch_gemv<2>(ks, w, N, K, a, M, out, out_bf16, s);
+  else if (M <= 4) launch_gemv<4>(ks, w, N, K, a, M, out, out_bf16, s);
+  else if (M <= 8) launch_gemv<8>(ks, w, N, K, a, M, out, out_bf16, s);
+  else launch_gemv<16>(ks, w, N, K, a, M, out, out_bf16, s);
   return true;
 }
 

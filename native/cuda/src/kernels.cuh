@@ -11,17 +11,17 @@ namespace eec {
 
 // Per-step row metadata on the device (one int buffer, uploaded once per step).
 struct RowMeta {
-  const int32_t* token;    // [T]
-  const int32_t* pos;      // [T] position of the row's token
-  const int32_t* slot;     // [T] KV slot = block * block_size + pos % block_size
-  const int32_t* bt_off;   // [T] offset of the row's sequence's block table in `bt`
-  const int32_t* tile_row; // [tiles] first row of an attention tile (consecutive rows of one sequence)
-  const int32_t* tile_n;   // [tiles] rows in the tile (1..attn_rows_per_tile)
-  const int32_t* out_row;  // [R] rows that produce logits
-  const int32_t* counts;   // [2] decode tiles, then prefill tiles; the attention grids may be larger
-                           // (graphs are captured for the most tiles a step of their size can have)
-                           // and blocks past these counts exit at once
-  const int32_t* bt;       // flat block tables
+  const int32_t* token;     // [T]
+  const int32_t* pos;       // [T] position of the row's token
+  const int32_t* slot;      // [T] KV slot = block * block_size + pos % block_size
+  const int32_t* bt_off;    // [T] offset of the row's sequence's block table in `bt`
+  const int32_t* tile_row;  // [tiles] first row of an attention tile (consecutive rows of one sequence)
+  const int32_t* tile_n;    // [tiles] rows in the tile (1..attn_rows_per_tile)
+  const int32_t* out_row;   // [R] rows that produce logits
+  const int32_t* counts;    // [2] decode tiles, then prefill tiles; the attention grids may be larger
+                            // (graphs are captured for the most tiles a step of their size can have)
+                            // and blocks past these counts exit at once
+  const int32_t* bt;        // flat block tables
 };
 
 // Activation planes: 2 = "precise" (hi and lo bf16 planes, fp32-grade results), 1 = plain bf16
@@ -87,8 +87,8 @@ void attention(const float* q, const void* k_cache, const void* v_cache, bool kv
                float* part_acc, float* part_ml, __nv_bfloat16* act, cudaStream_t s);
 int attn_rows_per_tile(int heads, int kv_heads);
 void attention_prefill(const float* q, const void* k_cache, const void* v_cache, bool kv_bf16, RowMeta m, int T,
-                       int tiles, int heads, int kv_heads, int D, int block_size, int planes,
-                       __nv_bfloat16* act, cudaStream_t s);
+                       int tiles, int heads, int kv_heads, int D, int block_size, int planes, __nv_bfloat16* act,
+                       cudaStream_t s);
 
 // y: gate/up GEMM output [planes*T, 2I] (gate | up per row); act [planes*T, I] = planes of silu(gate) * up.
 void silu_mul(const float* y, bool y_bf16, int T, int I, int planes, __nv_bfloat16* act, cudaStream_t s);
@@ -111,7 +111,8 @@ void sample(float* y, int R, int V, int planes, const SampleParams* params, int3
 // out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 or bf16 out (out_bf16), row-major) for small M: a
 // weight-streaming GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth).
 // Deterministic. Returns false (nothing launched) when the shape is not supported (M > 16 or K % 8 != 0).
-bool gemv(const __nv_bfloat16* w, int N, int K, const __nv_bfloat16* a, int M, void* out, bool out_bf16, cudaStream_t s);
+bool gemv(const __nv_bfloat16* w, int N, int K, const __nv_bfloat16* a, int M, void* out, bool out_bf16,
+          cudaStream_t s);
 
 // Whole-block copies inside one layer's cache (pairs[2*i] -> pairs[2*i+1]), for copy-on-write.
 void copy_blocks(void* cache, const int32_t* pairs, int n, size_t block_bytes, cudaStream_t s);

@@ -1,15 +1,32 @@
-// The CUDA model runner's profiler (ERNIE_CUDA_PROFILE), host side only: see the modes below.
+// The CUDA model runner's profiler (ERNIE_CUDA_PROFILE, read with the other switches in
+// env_switches.h), host side only: see the modes below.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "env_switches.h"
 #include "kernels.cuh"
 
 namespace eec {
+
+// Host timings of the profile.
+using Clock = std::chrono::steady_clock;
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+inline double ms_since(Clock::time_point t) { return ms_between(t, Clock::now()); }
+
+// Profile labels: steps grouped by rows.
+inline int row_bucket(int n) {
+  for (int b : {16, 64, 256, 512, 1024, 2048, 4096})
+    if (n <= b) return b;
+  return 1 << 30;
+}
 
 // ERNIE_CUDA_PROFILE=1: time every operation of eager steps with events (synchronising after each:
 // for finding where a step's time goes, never for serving) and print the table when the model is
@@ -17,10 +34,12 @@ namespace eec {
 // inside a step; each step's host preparation, host launch time and GPU time (events around the
 // launches) are summed per shape and row bucket, which shows whether eager steps wait on the host.
 struct Profiler {
-  const char* env = std::getenv("ERNIE_CUDA_PROFILE");
-  bool on = env != nullptr;
-  bool ops = on && std::string(env) != "graph" && std::string(env) != "step";  // per op (eager)
-  bool steps = on && std::string(env) == "step";
+  explicit Profiler(const EnvSwitches& env)
+      : on(env.profile), ops(on && env.profile_mode != "graph" && env.profile_mode != "step"),
+        steps(on && env.profile_mode == "step") {}
+  bool on;
+  bool ops;  // per op (eager)
+  bool steps;
   cudaEvent_t a = nullptr, b = nullptr;
   std::map<std::string, std::pair<double, long>> ms;  // op -> (total ms, calls)
   void record_a(cudaStream_t s) {
@@ -87,13 +106,16 @@ struct Profiler {
   }
   void print() const {
     for (auto& [k, v] : counts)
-      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second), v.second);
+      std::fprintf(stderr, "[cuda profile] mean %-28s %10.1f over %ld steps\n", k.c_str(), v.first / double(v.second),
+                   v.second);
     if (steps && !step_sums.empty()) {
-      std::fprintf(stderr, "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), call total ms\n");
+      std::fprintf(stderr,
+                   "[cuda steps] shape.rows, steps, mean rows, host prep ms, host launch ms, gpu ms, call ms (means), "
+                   "call total ms\n");
       for (auto& [k, v] : step_sums) {
         const double n = double(v.n);
-        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n, double(v.rows) / n,
-                     v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
+        std::fprintf(stderr, "[cuda steps] %-16s %6ld %7.0f %7.3f %7.3f %7.3f %7.3f %9.1f\n", k.c_str(), v.n,
+                     double(v.rows) / n, v.prep / n, v.launch / n, v.gpu / n, v.total / n, v.total);
       }
     }
     if (!on || ms.empty()) return;

@@ -28,7 +28,8 @@ class FormulaWorker : public Napi::AsyncWorker {
     t.join();
   }
   void OnOK() override {
-    deferred_.Resolve(Napi::Buffer<uint8_t>::Copy(Env(), reinterpret_cast<const uint8_t*>(data_.data()), data_.size() * 2));
+    deferred_.Resolve(
+        Napi::Buffer<uint8_t>::Copy(Env(), reinterpret_cast<const uint8_t*>(data_.data()), data_.size() * 2));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 

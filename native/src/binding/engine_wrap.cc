@@ -43,7 +43,8 @@ EngineConfig engine_config(const Napi::Object& o) {
   c.max_logprobs = required("maxLogprobs");
   c.prefill_batch = std::max(1, get_int(o, "prefillBatch", c.prefill_batch));
   c.prefill_max_wait = std::max(0, get_int(o, "prefillMaxWait", c.prefill_max_wait));
-  if (o.Get("enablePrefixCaching").IsBoolean()) c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();
+  if (o.Get("enablePrefixCaching").IsBoolean())
+    c.prefix_caching = o.Get("enablePrefixCaching").As<Napi::Boolean>().Value();
   c.seed = uint64_t(get_int(o, "seed", 0));
   return c;
 }
@@ -139,7 +140,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // frees the engine, its model and its pool there too, so that the memory (GPU memory with the
   // CUDA backend) is free when the promise resolves. Before, the model lived until the garbage
   // collector dropped the last handle: a cudaFree at a random moment on the JS thread, which
-  // invalidated a CUDA graph capture running on another engine's step thread (measured on the H200).
+  // invalidated a CUDA graph capture running on another engine's step thread (native/cuda/README.md,
+  // "Graph captures and other threads").
   Napi::Value Close(const Napi::CallbackInfo& info) {
     auto d = Napi::Promise::Deferred::New(info.Env());
     if (!h_) {
@@ -201,7 +203,8 @@ class CreateWorker : public Napi::AsyncWorker {
   }
   void OnOK() override {
     auto* hp = new std::shared_ptr<EngineHolder>(holder_);
-    auto ext = Napi::External<std::shared_ptr<EngineHolder>>::New(Env(), hp, [](Napi::Env, std::shared_ptr<EngineHolder>* p) { delete p; });
+    auto ext = Napi::External<std::shared_ptr<EngineHolder>>::New(
+        Env(), hp, [](Napi::Env, std::shared_ptr<EngineHolder>* p) { delete p; });
     d_.Resolve(g_engine_ctor->New({ext}));
   }
   void OnError(const Napi::Error& e) override {
@@ -223,13 +226,25 @@ class BlockPoolWrap : public Napi::ObjectWrap<BlockPoolWrap> {
   explicit BlockPoolWrap(const Napi::CallbackInfo& info)
       : Napi::ObjectWrap<BlockPoolWrap>(info), p_(info[0].As<Napi::Number>().Int32Value()) {}
   Napi::Value Allocate(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.allocate()); }
-  Napi::Value Incref(const Napi::CallbackInfo& i) { p_.incref(block(i)); return i.Env().Undefined(); }
-  Napi::Value Decref(const Napi::CallbackInfo& i) { p_.decref(block(i)); return i.Env().Undefined(); }
-  Napi::Value Acquire(const Napi::CallbackInfo& i) { p_.acquire(block(i)); return i.Env().Undefined(); }
+  Napi::Value Incref(const Napi::CallbackInfo& i) {
+    p_.incref(block(i));
+    return i.Env().Undefined();
+  }
+  Napi::Value Decref(const Napi::CallbackInfo& i) {
+    p_.decref(block(i));
+    return i.Env().Undefined();
+  }
+  Napi::Value Acquire(const Napi::CallbackInfo& i) {
+    p_.acquire(block(i));
+    return i.Env().Undefined();
+  }
   Napi::Value RefCount(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.ref_count(block(i))); }
   Napi::Value NumFree(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.num_free()); }
   Napi::Value Cached(const Napi::CallbackInfo& i) { return Napi::Number::New(i.Env(), p_.cached(hash(i[0]))); }
-  Napi::Value SetHash(const Napi::CallbackInfo& i) { p_.set_hash(block(i), hash(i[1])); return i.Env().Undefined(); }
+  Napi::Value SetHash(const Napi::CallbackInfo& i) {
+    p_.set_hash(block(i), hash(i[1]));
+    return i.Env().Undefined();
+  }
   Napi::Value FreeOrder(const Napi::CallbackInfo& i) {
     auto v = p_.free_order();
     Napi::Array a = Napi::Array::New(i.Env(), v.size());
@@ -254,11 +269,11 @@ class BlockPoolWrap : public Napi::ObjectWrap<BlockPoolWrap> {
 }  // namespace
 
 Napi::Function InitNativeEngine(Napi::Env env) {
-  Napi::Function f = EngineWrap::DefineClass(env, "NativeEngine",
-                                             {EngineWrap::InstanceMethod("submit", &EngineWrap::Submit),
-                                              EngineWrap::InstanceMethod("abort", &EngineWrap::Abort),
-                                              EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
-                                              EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
+  Napi::Function f = EngineWrap::DefineClass(
+      env, "NativeEngine",
+      {EngineWrap::InstanceMethod("submit", &EngineWrap::Submit),
+       EngineWrap::InstanceMethod("abort", &EngineWrap::Abort), EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
+       EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
   g_engine_ctor = new Napi::FunctionReference(Napi::Persistent(f));
   return f;
 }

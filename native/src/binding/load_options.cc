@@ -4,6 +4,15 @@
 
 namespace ee {
 
+// A field the TS plan (src/sidecar/engine/plan.ts) always sets: its defaults live there alone, so a
+// caller that leaves one out is a bug, not a request for a second default.
+static int required_int(const Napi::Object& o, const char* k) {
+  Napi::Value v = o.Get(k);
+  if (!v.IsNumber())
+    throw Napi::TypeError::New(o.Env(), std::string("load options: ") + k + " is required (planEngine sets it)");
+  return v.As<Napi::Number>().Int32Value();
+}
+
 int get_int(const Napi::Object& o, const char* k, int dflt) {
   Napi::Value v = o.Get(k);
   return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : dflt;
@@ -48,7 +57,7 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   r.threads = get_int(o, "threads", 0);
   if (r.threads <= 0) r.threads = int(std::thread::hardware_concurrency());
   r.kv_blocks = get_int(o, "kvBlocks", 0);
-  r.block_size = get_int(o, "blockSize", 16);
+  r.block_size = required_int(o, "blockSize");
   if (o.Has("isa") && o.Get("isa").IsString()) r.isa = o.Get("isa").As<Napi::String>().Utf8Value();
   if (o.Has("precise") && o.Get("precise").IsBoolean()) r.precise = o.Get("precise").As<Napi::Boolean>().Value();
   auto str = [&](const char* k, std::string& out) {
@@ -59,11 +68,13 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   str("kvCacheDtype", r.kv_cache_dtype);
   if (o.Has("gpuMemoryUtilization") && o.Get("gpuMemoryUtilization").IsNumber())
     r.gpu_memory_utilization = o.Get("gpuMemoryUtilization").As<Napi::Number>().FloatValue();
-  if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean()) r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();
-  if (o.Has("captureGraphs") && o.Get("captureGraphs").IsBoolean()) r.capture_graphs = o.Get("captureGraphs").As<Napi::Boolean>().Value();
-  r.max_model_len = get_int(o, "maxModelLen", r.max_model_len);
-  r.max_num_seqs = get_int(o, "maxNumSeqs", r.max_num_seqs);
-  r.max_batched_tokens = get_int(o, "maxNumBatchedTokens", r.max_batched_tokens);
+  if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean())
+    r.enforce_eager = o.Get("enforceEager").As<Napi::Boolean>().Value();
+  if (o.Has("captureGraphs") && o.Get("captureGraphs").IsBoolean())
+    r.capture_graphs = o.Get("captureGraphs").As<Napi::Boolean>().Value();
+  r.max_model_len = required_int(o, "maxModelLen");
+  r.max_num_seqs = required_int(o, "maxNumSeqs");
+  r.max_batched_tokens = required_int(o, "maxNumBatchedTokens");
   return r;
 }
 

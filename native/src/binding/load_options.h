@@ -14,10 +14,11 @@ namespace ee {
 struct LoadOptions {
   ModelConfig config;
   std::vector<TensorSource> tensors;
-  int threads = 0;        // 0: all cores
+  int threads = 0;  // 0: all cores
   int kv_blocks = 0;
-  int block_size = 16;
-  std::string isa;        // "", "avx512", "avx2"
+  // Sizing: no defaults here; the binding requires them from the TS plan (src/sidecar/engine/plan.ts).
+  int block_size = 0;
+  std::string isa;  // "", "avx512", "avx2"
   bool precise = true;
   // "cpu" or "cuda" (the TS loader resolves "auto"); the cuda_* fields only apply to "cuda".
   std::string device = "cpu";
@@ -26,9 +27,9 @@ struct LoadOptions {
   bool enforce_eager = false;
   bool capture_graphs = false;
   std::string kv_cache_dtype = "float32";  // or "bfloat16"
-  int max_model_len = 8192;
-  int max_num_seqs = 256;
-  int max_batched_tokens = 2048;
+  int max_model_len = 0;
+  int max_num_seqs = 0;
+  int max_batched_tokens = 0;
 };
 
 LoadOptions parse_load_options(const Napi::Object& o);

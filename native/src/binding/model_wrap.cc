@@ -19,8 +19,8 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 Napi::FunctionReference* g_ctor = nullptr;  // set once in Init; the env lives as long as the addon
 
 Status check_config(const ModelConfig& c) {
-  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 ||
-      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0)
+  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0 || c.head_dim <= 0)
     return Status::error("config.json: every dimension must be a positive integer");
   if (c.num_heads % c.num_kv_heads != 0)
     return Status::error("config.json: num_attention_heads must be a multiple of num_key_value_heads");
@@ -115,7 +115,8 @@ class ForwardWorker : public Napi::AsyncWorker {
   void Execute() override {
     std::vector<SeqSlice> batch;
     for (auto& d : s_)
-      batch.push_back({d.tokens.data(), int(d.tokens.size()), d.start_pos, d.blocks.data(), int(d.blocks.size()), d.logits});
+      batch.push_back(
+          {d.tokens.data(), int(d.tokens.size()), d.start_pos, d.blocks.data(), int(d.blocks.size()), d.logits});
     std::lock_guard<std::mutex> lock(m_->mu);
     if (!m_->runner) return SetError("model is closed");
     Status st = m_->runner->forward(batch, logits_);
@@ -159,7 +160,11 @@ class GreedyWorker : public Napi::AsyncWorker {
     const int n = int(d_.tokens.size());
     for (int s = 0; s < n; s += chunk_) {
       const int len = std::min(chunk_, n - s);
-      SeqSlice sl{d_.tokens.data() + s, len, s, d_.blocks.data(), int(d_.blocks.size()),
+      SeqSlice sl{d_.tokens.data() + s,
+                  len,
+                  s,
+                  d_.blocks.data(),
+                  int(d_.blocks.size()),
                   s + len == n ? SeqSlice::kLast : SeqSlice::kNone};
       if (Status st = step(sl); !st.is_ok()) return SetError(st.message());
     }
@@ -211,12 +216,12 @@ SliceData slice_from(const Napi::Object& o) {
 }  // namespace
 
 Napi::Function NativeModel::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "NativeModel",
-                                 {InstanceMethod("info", &NativeModel::Info), InstanceMethod("forward", &NativeModel::Forward),
-                                  InstanceMethod("generateGreedy", &NativeModel::GenerateGreedy),
-                                  InstanceMethod("memoryBandwidth", &NativeModel::MemoryBandwidth),
-                                  InstanceMethod("computePeak", &NativeModel::ComputePeak),
-                                  InstanceMethod("close", &NativeModel::Close)});
+  Napi::Function f = DefineClass(
+      env, "NativeModel",
+      {InstanceMethod("info", &NativeModel::Info), InstanceMethod("forward", &NativeModel::Forward),
+       InstanceMethod("generateGreedy", &NativeModel::GenerateGreedy),
+       InstanceMethod("memoryBandwidth", &NativeModel::MemoryBandwidth),
+       InstanceMethod("computePeak", &NativeModel::ComputePeak), InstanceMethod("close", &NativeModel::Close)});
   g_ctor = new Napi::FunctionReference(Napi::Persistent(f));
   return f;
 }
@@ -287,7 +292,8 @@ Napi::Value NativeModel::GenerateGreedy(const Napi::CallbackInfo& info) {
   SliceData d = slice_from(info[0].As<Napi::Object>());
   int max_new = info[1].As<Napi::Number>().Int32Value();
   int chunk = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 1 << 30;
-  if (max_new < 1 || chunk < 1 || d.tokens.empty()) throw Napi::RangeError::New(info.Env(), "bad generateGreedy arguments");
+  if (max_new < 1 || chunk < 1 || d.tokens.empty())
+    throw Napi::RangeError::New(info.Env(), "bad generateGreedy arguments");
   auto* w = new GreedyWorker(info.Env(), model_, std::move(d), max_new, chunk);
   Napi::Promise p = w->promise();
   w->Queue();

@@ -17,7 +17,7 @@ struct LoadedModel {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<IModelRunner> runner;
   const cpu::Kernels* host_kernels = nullptr;  // the sampler's (and the CPU runner's) kernels
-  std::mutex mu;  // serialises forward calls
+  std::mutex mu;                               // serialises forward calls
 };
 
 // Loads weights, KV cache, thread pool and runner (call off the event loop).

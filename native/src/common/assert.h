@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define ENGINE_ASSERT(cond)                                                              \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define ENGINE_ASSERT(cond)                                                                   \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
       std::fprintf(stderr, "ENGINE_ASSERT failed: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                      \
-    }                                                                                    \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (0)

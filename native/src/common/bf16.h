@@ -34,7 +34,10 @@ inline float f16_to_f32(uint16_t h) {
       u = sign;
     } else {  // subnormal half: normalise
       exp = 127 - 15 + 1;
-      while ((man & 0x400) == 0) { man <<= 1; --exp; }
+      while ((man & 0x400) == 0) {
+        man <<= 1;
+        --exp;
+      }
       man &= 0x3ff;
       u = sign | (exp << 23) | (man << 13);
     }

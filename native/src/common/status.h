@@ -10,7 +10,12 @@ class Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
-  static Status error(std::string msg) { Status s; s.ok_ = false; s.msg_ = std::move(msg); return s; }
+  static Status error(std::string msg) {
+    Status s;
+    s.ok_ = false;
+    s.msg_ = std::move(msg);
+    return s;
+  }
   bool is_ok() const { return ok_; }
   const std::string& message() const { return msg_; }
 

@@ -8,25 +8,26 @@
 namespace ee {
 
 namespace {
-// NOTE: the three durations below were measured with `npm run bench:serve` (TTFT overhead of the
-// HTTP path, 2 cores shared by the engine, the gateway, the sidecar's JS thread and the client).
+// NOTE: the three durations below were chosen with `npm run bench:serve` (TTFT overhead of the
+// HTTP path, 2 cores shared by the engine, the gateway, the sidecar's JS thread and the client;
+// the figures: native/README.md).
 // An idle worker pause-spins this long after its last task, then sleeps. A decode step's regions
 // are a few microseconds apart, so this covers them; a worker that sleeps anyway only joins the
-// next region late (the caller does not wait for it). 400 us (the old 20000 pauses) took cycles
-// from the serving threads after every step: overhead +2 ms against 30-100 us.
+// next region late (the caller does not wait for it). Spinning longer (the old 20000 pauses) took
+// cycles from the serving threads after every step and raised the overhead.
 constexpr auto kIdleSpin = std::chrono::microseconds(100);
 // The caller pause-spins this long on a task still running on another thread, then polls with
 // sched_yield(): that thread may be waiting for this very core.
 constexpr auto kWaitSpin = std::chrono::microseconds(20);
 // A compute thread yields its core at a task boundary when this long has passed since its last
 // yield. NOTE: with HZ=250 and nothing else yielding, a serving thread woken while both cores run
-// compute threads could wait for the scheduler tick (4 ms); the yields bound that to ~0.5 ms.
-// Measured: serving layers' p50 5.8 -> 5.2 ms, p90 of the first token's delivery 6 -> 4 ms;
-// a yield costs ~1.2 us when nothing else wants the core (0.25% at 500 us).
+// compute threads could wait for the scheduler tick (4 ms); the yields bound that to this interval.
+// They lowered the serving layers' latency and the first token's delivery, and a yield when
+// nothing else wants the core costs a small fraction of the interval (native/README.md).
 constexpr auto kYieldEvery = std::chrono::microseconds(500);
 
 // Pause-spins until `done()` or `limit` has passed; true when done. The clock is read every 64
-// pauses (a pause is ~20 ns on the 2-core dev VM, ~40 ns on Skylake: count-based limits vary 2x).
+// pauses (a pause's duration differs between CPUs, so count-based limits would too).
 template <typename Done>
 bool spin_for(ThreadPool::Clock::duration limit, Done done) {
   const auto end = ThreadPool::Clock::now() + limit;
@@ -45,9 +46,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
   stop_.store(true);
   state_.store(state_word(generation_of(state_.load()) + 1, 0));  // a generation of no tasks
-  {
-    std::lock_guard<std::mutex> lock(sleep_mu_);
-  }
+  { std::lock_guard<std::mutex> lock(sleep_mu_); }
   sleep_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }

@@ -1,9 +1,9 @@
 // A persistent worker pool for the engine's parallel regions.
 //
 // Thread rules: exactly one thread (the engine step thread) calls run() at a time; the caller
-// takes part as worker 0. A decode step has ~100 parallel regions of ~100-300 us each, so workers
-// spin briefly between regions (a wake-up costs tens of microseconds) and only then sleep on a
-// condition variable, so an idle server does not burn its cores.
+// takes part as worker 0. A decode step has ~100 parallel regions (a few per layer), each short,
+// so workers spin briefly between regions (a wake-up costs tens of microseconds) and only then
+// sleep on a condition variable, so an idle server does not burn its cores.
 //
 // Contract of one region (a "generation"):
 //   - The job (trampoline + context) and the task count are published together with a new
@@ -63,8 +63,9 @@ class ThreadPool {
       return;
     }
     using Fn = std::remove_reference_t<F>;
-    dispatch(n_tasks, [](void* ctx, int task, int worker) { (*static_cast<Fn*>(ctx))(task, worker); },
-             static_cast<void*>(&fn));
+    dispatch(
+        n_tasks, [](void* ctx, int task, int worker) { (*static_cast<Fn*>(ctx))(task, worker); },
+        static_cast<void*>(&fn));
   }
 
  private:

@@ -3,8 +3,12 @@
 #include <algorithm>
 
 namespace ee::cpu {
-namespace avx512 { extern const Kernels kKernels; }
-namespace avx2 { extern const Kernels kKernels; }
+namespace avx512 {
+extern const Kernels kKernels;
+}
+namespace avx2 {
+extern const Kernels kKernels;
+}
 
 void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;

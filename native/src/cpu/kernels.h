@@ -29,7 +29,7 @@ struct Act {
 // stream with no tails, and each output lane accumulates its own k-pairs in order (no horizontal
 // sums).
 // NOTE: it replaced P4x32 (4 rows per group, 32-wide k-blocks, dot-product form with a horizontal
-// sum per output); the measured difference is in kernels_avx512.cc's gemm_impl.
+// sum per output), measured faster (native/README.md).
 constexpr int kPackRows = 32;
 constexpr int kPackK = 32;
 inline int pad_k(int k) { return (k + kPackK - 1) / kPackK * kPackK; }
@@ -41,12 +41,13 @@ void unpack_row(const bf16_t* packed, int n, int k, int r, float* out);
 inline size_t packed_index(int n, int k, int r, int c) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;
   if (r >= full) return size_t(r) * size_t(kp) + size_t(c);
-  return size_t(r / kPackRows) * kPackRows * size_t(kp) + size_t(c / 2) * 2 * kPackRows + size_t(r % kPackRows) * 2 + size_t(c % 2);
+  return size_t(r / kPackRows) * kPackRows * size_t(kp) + size_t(c / 2) * 2 * kPackRows + size_t(r % kPackRows) * 2 +
+         size_t(c % 2);
 }
 
 struct AttnSeq {
-  const float* q;              // [n_tokens, num_heads*head_dim], RoPE applied
-  float* out;                  // [n_tokens, num_heads*head_dim]
+  const float* q;  // [n_tokens, num_heads*head_dim], RoPE applied
+  float* out;      // [n_tokens, num_heads*head_dim]
   int n_tokens;
   int start_pos;               // position of q's first token; keys 0..start_pos+t are visible to token t
   const int32_t* block_table;  // KV block ids covering positions 0..start_pos+n_tokens-1
@@ -60,7 +61,7 @@ struct AttnLayer {
   int num_heads;
   int num_kv_heads;
   int head_dim;
-  float scale;           // head_dim^-0.5
+  float scale;  // head_dim^-0.5
   // q and the softmax weights rounded to bf16 too, for bf16 dot products against a bf16 cache
   // (--dtype bfloat16 --kv-cache-dtype bfloat16, where the ISA has AVX512-BF16); else fp32 math.
   bool bf16_dot = false;
@@ -94,7 +95,7 @@ struct Kernels {
   // attention_scratch(L, start_pos + t1) floats. num_heads / num_kv_heads <= 64.
   void (*attention)(const AttnLayer& L, const AttnSeq& s, int kv_head, int t0, int t1, float* scratch);
   // The ISA's widest multiply-add (vdpbf16ps on AVX512-BF16: 64 FLOP; vfmadd231ps on AVX2: 16)
-  // on 24 independent registers (12 measured latency-bound on Zen 5), `iters` x 24 times; returns
+  // on 24 independent registers (12 were latency-bound on Zen 5), `iters` x 24 times; returns
   // the FLOPs done. Timed on every thread at once: the machine's compute ceiling for the GEMMs
   // (benchmarks only).
   double (*dot_peak)(long iters);

@@ -102,8 +102,8 @@ double dot_peak(long iters) {
 }  // namespace
 
 extern const Kernels kKernels = {
-    "avx2",      act_bytes, prepare_act, gemm,      rmsnorm, silu_mul, add_inplace,
-    bf16_to_f32, max_val,   exp_sum,     attention, dot_peak,
+    "avx2",      act_bytes,   prepare_act, gemm,    rmsnorm,   silu_mul,
+    add_inplace, bf16_to_f32, max_val,     exp_sum, attention, dot_peak,
 };
 
 }  // namespace ee::cpu::avx2

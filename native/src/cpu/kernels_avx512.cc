@@ -81,18 +81,10 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   // from L2 (a task's 128 rows: 256 KiB at K = 1024).
   // NOTE: 12 rows x 32 outputs (24 accumulators) with bf16 activations: one weight vector feeds 12
   // dot products, one broadcast 2. The precise kernel takes 8 rows (both planes: 32 KiB of
-  // activations at K = 1024 stay in L1 beside the weight stream): 512-token prefill GEMMs 768-793
-  // ms with 8, 787-809 with 10, 882-893 with 6, 973 with 12, 1,104 with 4.
-  // Against the P4x32 dot-product kernel (6 rows x 4 weight rows, a horizontal sum per output), on
-  // this 2-core Zen 5, the same code otherwise, interleaved runs (.cache/dev cpudec / cpupre):
-  //   64-row decode step, bf16:    GEMMs 68 -> 58-60 ms, LM head 30 -> 22-24 ms
-  //   64-row decode step, precise: GEMMs 117-118 -> 101-104 ms, LM head 46-48 -> 40-41 ms
-  //   16-row decode step, bf16:    52-54 -> 42-43 ms per step
-  //   512-token prefill, bf16:     GEMMs 551-564 -> 427-461 ms
-  //   512-token prefill, precise:  GEMMs 965-989 -> 768-793 ms
-  //   single stream, precise:      20.7 -> 18.8 ms per token
-  // Standalone (weights DRAM-resident, both cores): 64-row GEMMs 262 -> 315 GFLOP/s per thread,
-  // 512 rows 263 -> 359, of a 415 peak.
+  // activations at K = 1024 stay in L1 beside the weight stream), the fastest of 4, 6, 8, 10 and 12
+  // for a 512-token prefill. This kernel beat the P4x32 dot-product kernel it replaced (6 rows x 4
+  // weight rows, a horizontal sum per output) at every step shape measured. Figures:
+  // native/README.md.
   constexpr int MB = PRECISE ? 8 : 12;
   int m = 0;
   for (; m + MB <= M; m += MB)
@@ -100,6 +92,8 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
   const bf16_t* h = hi + size_t(m) * Kp;
   const bf16_t* l = lo + size_t(m) * Kp;
   float* yy = y + size_t(m) * ldy;
+  // (Left as written: clang-format cannot lay out a run of case-generating macros.)
+  // clang-format off
   switch (M - m) {
 #define EE_TAIL(R) \
   case R: rows_times_blocks<R, PRECISE>(h, l, Kp, w, b0, b1, yy, ldy); break;
@@ -108,6 +102,7 @@ void gemm_impl(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
 #undef EE_TAIL
     default: break;
   }
+  // clang-format on
   for (int n = std::max(n0, full); n < n1; ++n)
     for (int mm = 0; mm < M; ++mm)
       y[size_t(mm) * ldy + n] = kern1<PRECISE>(hi + size_t(mm) * Kp, lo + size_t(mm) * Kp, w + size_t(n) * Kp, Kp);
@@ -175,10 +170,9 @@ double dot_peak(long iters) {
 }  // namespace
 
 extern const Kernels kKernels = {
-    "avx512bf16", act_bytes, prepare_act, gemm,      rmsnorm, silu_mul, add_inplace,
-    bf16_to_f32,  max_val,   exp_sum,     attention, dot_peak,
+    "avx512bf16", act_bytes,   prepare_act, gemm,    rmsnorm,   silu_mul,
+    add_inplace,  bf16_to_f32, max_val,     exp_sum, attention, dot_peak,
 };
-
 
 // ---- attention with bf16 dot products (AttnLayer::bf16_dot) ------------------------------------
 // With a bf16 cache and bf16 activations, q and the softmax weights are rounded to bf16 as well and
@@ -191,7 +185,7 @@ extern const Kernels kKernels = {
 namespace {
 
 alignas(64) constexpr uint16_t kPairIdx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                                8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+                                               8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 
 // Lane i: (a[i], b[i]) as one bf16 pair (a low), from 16 bf16 each.
 inline __m512i pair16(const uint16_t* a, const uint16_t* b, __m512i idx) {
@@ -237,7 +231,8 @@ void qk_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const
   const int D = L.head_dim, bs = L.block_size;
   const size_t block_stride = size_t(L.num_kv_heads) * bs * D;
   auto tile = [&](int j) {
-    return static_cast<const uint16_t*>(L.k_cache) + size_t(s.block_table[j / bs]) * block_stride + size_t(kvh) * bs * D + j % bs;
+    return static_cast<const uint16_t*>(L.k_cache) + size_t(s.block_table[j / bs]) * block_stride +
+           size_t(kvh) * bs * D + j % bs;
   };
   // Whole vectors of 16 keys (bs is a multiple of 16): the last may run into the block's unused
   // slots, whose scores land in the row's padding and are never read.
@@ -285,8 +280,9 @@ inline void pv_tile_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_key
     if (jj < len) {  // the odd last key, paired with zeros (its partner weight is zero too)
       __m512i vv[NV];
       for (int v = 0; v < NV; ++v)
-        vv[v] = _mm512_maskz_permutexvar_epi16(0x55555555u, idx, _mm512_castsi256_si512(_mm256_loadu_si256(
-                                                                     reinterpret_cast<const __m256i*>(vb + size_t(jj) * D + 16 * v))));
+        vv[v] = _mm512_maskz_permutexvar_epi16(
+            0x55555555u, idx,
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vb + size_t(jj) * D + 16 * v))));
       step(j0 + jj, vv);
     }
   }
@@ -327,8 +323,10 @@ void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, i
     float* o = s.out + size_t(t) * qstride + size_t(kvh) * rep * D;
     float* scores = scratch;
     int r = 0;
-    for (; r + 8 <= rep; r += 8) qk_all_dot<8>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
-    for (; r + 4 <= rep; r += 4) qk_all_dot<4>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+    for (; r + 8 <= rep; r += 8)
+      qk_all_dot<8>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+    for (; r + 4 <= rep; r += 4)
+      qk_all_dot<4>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
     for (; r < rep; ++r) qk_all_dot<1>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
     float inv_sum[64];
     softmax_rows(scores, rep, ld, n_keys, inv_sum);
@@ -341,8 +339,10 @@ void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, i
     }
     const uint32_t* pp = reinterpret_cast<const uint32_t*>(scores);  // row r at pp + r * ld
     r = 0;
-    for (; r + 8 <= rep; r += 8) pv_all_dot<8>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
-    for (; r + 4 <= rep; r += 4) pv_all_dot<4>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r + 8 <= rep; r += 8)
+      pv_all_dot<8>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r + 4 <= rep; r += 4)
+      pv_all_dot<4>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
     for (; r < rep; ++r) pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
   }
 }

@@ -12,8 +12,10 @@ BlockPool::BlockPool(int num_blocks)
 
 void BlockPool::unlink(int b) {
   const int p = prev_[size_t(b)], n = next_[size_t(b)];
-  if (p >= 0) next_[size_t(p)] = n; else head_ = n;
-  if (n >= 0) prev_[size_t(n)] = p; else tail_ = p;
+  if (p >= 0) next_[size_t(p)] = n;
+  else head_ = n;
+  if (n >= 0) prev_[size_t(n)] = p;
+  else tail_ = p;
   prev_[size_t(b)] = next_[size_t(b)] = -1;
   --free_count_;
 }
@@ -21,7 +23,8 @@ void BlockPool::unlink(int b) {
 void BlockPool::push_tail(int b) {
   prev_[size_t(b)] = tail_;
   next_[size_t(b)] = -1;
-  if (tail_ >= 0) next_[size_t(tail_)] = b; else head_ = b;
+  if (tail_ >= 0) next_[size_t(tail_)] = b;
+  else head_ = b;
   tail_ = b;
   ++free_count_;
 }
@@ -29,7 +32,8 @@ void BlockPool::push_tail(int b) {
 void BlockPool::push_head(int b) {
   prev_[size_t(b)] = -1;
   next_[size_t(b)] = head_;
-  if (head_ >= 0) prev_[size_t(head_)] = b; else tail_ = b;
+  if (head_ >= 0) prev_[size_t(head_)] = b;
+  else tail_ = b;
   head_ = b;
   ++free_count_;
 }

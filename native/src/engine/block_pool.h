@@ -5,10 +5,10 @@
 // least recently freed cached block goes first. A block freed with nothing cached joins the head
 // instead: it is reused before any cached block is evicted, and the blocks in use stay few and
 // recently touched. Why: with every freed block at the tail, allocation cycled through the whole
-// pool, so a long CPU run page-faulted (and the kernel zeroed) all of its KV memory, 3.4% of a
-// 32-stream run's samples in clear_page, and cached prefixes were evicted while empty blocks
-// waited behind them. A prefix-cache hit on a free block takes it out of the queue. Plain data
-// structure, no tensors: tested with exact ids.
+// pool, so a long CPU run page-faulted (and the kernel zeroed) all of its KV memory (clear_page
+// showed in a 32-stream run's profile: native/README.md), and cached prefixes were evicted while
+// empty blocks waited behind them. A prefix-cache hit on a free block takes it out of the queue.
+// Plain data structure, no tensors: tested with exact ids.
 #pragma once
 #include <cstddef>
 #include <cstdint>

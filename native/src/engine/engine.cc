@@ -11,9 +11,9 @@ Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_ke
                EngineConfig cfg, StepSink sink)
     : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
       kv_(runner_->num_blocks(), runner_->block_size(), cfg.prefix_caching),
-      sched_(kv_, SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
-      sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())),
-      seed_rng_(cfg.seed) {
+      sched_(kv_,
+             SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
+      sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())), seed_rng_(cfg.seed) {
   publish_stats(0, 0, 0);
   thread_ = std::thread([this] { loop(); });
 }
@@ -34,7 +34,8 @@ std::string Engine::submit(RequestSpec r) {
   const int P = int(r.prompt.size());
   if (P == 0) return "the prompt is empty";
   for (int32_t t : r.prompt)
-    if (t < 0 || t >= V) return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
+    if (t < 0 || t >= V)
+      return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
   if (r.max_tokens < 1) return "max_tokens must be at least 1";
   if (r.n < 1 || r.n > cfg_.max_n) return "n must be between 1 and " + std::to_string(cfg_.max_n);
   if (r.logprobs > cfg_.max_logprobs)
@@ -161,8 +162,7 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
   Sampler::note_token(s, so.token, runner_->config().vocab_size);
   ++generation_tokens_;
   const auto& stops = r.spec->stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), so.token) != stops.end())
-    finish_seq(r, s, Finish::Stop, out, &o);
+  if (std::find(stops.begin(), stops.end(), so.token) != stops.end()) finish_seq(r, s, Finish::Stop, out, &o);
   else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
     finish_seq(r, s, Finish::Length, out, &o);
 }
@@ -255,7 +255,8 @@ void Engine::step(std::vector<StepOutput>& out) {
   } else {
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
       if (row_of[size_t(i)] < 0) return;
-      samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq, scratch_[size_t(worker)]);
+      samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
+                                           scratch_[size_t(worker)]);
     });
   }
   for (size_t i = 0; i < so.seqs.size(); ++i) {

@@ -2,9 +2,10 @@
 // its own thread. Thread rules: submit/abort/stats are called from the Node thread and only touch
 // the inbox and the stats snapshot (under mu_); everything else belongs to the step thread. Each
 // step's outputs (all sequences' new tokens together) go to the sink once, from the step thread.
-// NOTE: engine threads keep normal scheduling priority. SCHED_BATCH + nice 5 was tried: it added
-// ~15 ms to every request's TTFT through the server (the step thread's wake-up is deferred behind
-// whatever Node thread is running), measured with bench:serve's single-request comparison.
+// NOTE: engine threads keep normal scheduling priority. SCHED_BATCH + nice 5 was tried: it delayed
+// every request's first token through the server (the step thread's wake-up is deferred behind
+// whatever Node thread is running), as bench:serve's single-request comparison showed
+// (native/README.md).
 #pragma once
 #include <condition_variable>
 #include <functional>
@@ -31,9 +32,9 @@ struct EngineConfig {
   // No defaults here: the binding requires these from TS (max_model_len: --max-model-len or the TS
   // loader's default; max_n, max_logprobs: src/protocol/limits.ts), so each value has one source.
   int max_model_len = 0;
-  int max_n = 0;         // choices per request
-  int max_logprobs = 0;  // alternatives per token
-  int prefill_batch = 1;     // see SchedulerConfig
+  int max_n = 0;          // choices per request
+  int max_logprobs = 0;   // alternatives per token
+  int prefill_batch = 1;  // see SchedulerConfig
   int prefill_max_wait = 8;
   bool prefix_caching = true;
   uint64_t seed = 0;
@@ -106,7 +107,7 @@ class Engine {
   Scheduler sched_;
   Sampler sampler_;
   std::vector<SamplerScratch> scratch_;
-  std::vector<float> logits_;  // step logits rows [rows, vocab], kept across steps
+  std::vector<float> logits_;                       // step logits rows [rows, vocab], kept across steps
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0;

@@ -71,7 +71,9 @@ int32_t Sampler::choose(float* x, const RequestSpec& r, Rng& rng, SamplerScratch
     n = m;
   }
   if (r.top_p < 1.0f) {
-    auto by_p = [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b); };
+    auto by_p = [&](int32_t a, int32_t b) {
+      return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b);
+    };
     int c = std::min(n, kTopPCandidates);
     std::partial_sort(idx.begin(), idx.begin() + c, idx.begin() + n, by_p);
     float cum = 0, target = r.top_p * total;
@@ -112,7 +114,8 @@ SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) 
     if (s.seen.empty()) note_token(s, -1, V);  // builds the prompt's presence set
     if (r.repetition_penalty != 1.0f)
       for (int t = 0; t < V; ++t)
-        if (s.seen[size_t(t)]) x[size_t(t)] = x[size_t(t)] > 0 ? x[size_t(t)] / r.repetition_penalty : x[size_t(t)] * r.repetition_penalty;
+        if (s.seen[size_t(t)])
+          x[size_t(t)] = x[size_t(t)] > 0 ? x[size_t(t)] / r.repetition_penalty : x[size_t(t)] * r.repetition_penalty;
     for (const auto& [t, c] : s.output_counts)
       if (t >= 0 && t < V) x[size_t(t)] -= r.frequency_penalty * float(c) + r.presence_penalty;
   }

@@ -50,7 +50,7 @@ SchedulerOutput Scheduler::schedule() {
     if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
     const int n = std::min(s->num_tokens() - s->num_computed, budget);
     if (!kv_.allocate(*s, n, out.copies)) {  // FCFS: the head waits for room,
-      kv_.free(*s);                           // without pinning its prefix-cache hits meanwhile
+      kv_.free(*s);                          // without pinning its prefix-cache hits meanwhile
       s->num_computed = 0;
       break;
     }

@@ -27,9 +27,9 @@ struct Sequence {
   int blocks_committed = 0;            // leading full blocks registered in the prefix cache
   int prefix_hit = -1;                 // prompt tokens found in the prefix cache on first admission
   Rng rng;
-  uint64_t arrival = 0;  // FCFS order
+  uint64_t arrival = 0;      // FCFS order
   uint64_t queued_step = 0;  // the scheduler step it joined the waiting queue (0: preempted, admit first)
-  bool forked = false;   // choices 1..n-1 exist (set on choice 0 once its prefill is sampled)
+  bool forked = false;       // choices 1..n-1 exist (set on choice 0 once its prefill is sampled)
   Finish finish = Finish::None;
   // Penalty state, only kept when the request uses penalties: counts of generated tokens and
   // presence over prompt + output.

@@ -7,13 +7,13 @@
 namespace ee {
 
 struct ModelConfig {
-  int vocab_size = 0;          // embedding rows (103424 for ERNIE-4.5-0.3B)
-  int hidden_size = 0;         // 1024
-  int intermediate_size = 0;   // 3072
-  int num_layers = 0;          // 18
-  int num_heads = 0;           // 16 query heads
-  int num_kv_heads = 0;        // 2 KV heads (GQA)
-  int head_dim = 0;            // 128
+  int vocab_size = 0;         // embedding rows (103424 for ERNIE-4.5-0.3B)
+  int hidden_size = 0;        // 1024
+  int intermediate_size = 0;  // 3072
+  int num_layers = 0;         // 18
+  int num_heads = 0;          // 16 query heads
+  int num_kv_heads = 0;       // 2 KV heads (GQA)
+  int head_dim = 0;           // 128
   float rms_norm_eps = 1e-5f;
   bool tie_word_embeddings = true;
   // RoPE: true = interleaved pairs (2i, 2i+1) as ERNIE-4.5 / GPT-J; false = halves (i, i+d/2) as Llama.

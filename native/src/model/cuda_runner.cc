@@ -50,9 +50,10 @@ Result<const CudaLib*> open_lib(const std::string& path) {
   l.create = reinterpret_cast<EeCudaModel* (*)(const EeCudaModelDesc*, char*, int)>(sym("ee_cuda_create"));
   l.destroy = reinterpret_cast<void (*)(EeCudaModel*)>(sym("ee_cuda_destroy"));
   l.info = reinterpret_cast<int (*)(EeCudaModel*, EeCudaInfo*)>(sym("ee_cuda_info"));
-  l.forward = reinterpret_cast<int (*)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*, char*, int)>(
-      sym("ee_cuda_forward"));
-  l.copy_blocks = reinterpret_cast<int (*)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int)>(sym("ee_cuda_copy_blocks"));
+  l.forward = reinterpret_cast<int (*)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*,
+                                       char*, int)>(sym("ee_cuda_forward"));
+  l.copy_blocks = reinterpret_cast<int (*)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int)>(
+      sym("ee_cuda_copy_blocks"));
   l.graph_stats = reinterpret_cast<void (*)(EeCudaModel*, uint64_t*, uint64_t*, uint64_t*)>(sym("ee_cuda_graph_stats"));
   if (!ok) return Status::error(path + ": missing ee_cuda_* symbols (not a libernie_cuda build?)");
   if (l.abi_version() != EE_CUDA_ABI_VERSION)
@@ -128,7 +129,8 @@ class CudaModelRunner : public IModelRunner {
   Status run(const std::vector<SeqSlice>& batch, float* logits, int32_t* argmax, const EeCudaSample* sample = nullptr) {
     std::vector<EeCudaSlice> s;
     s.reserve(batch.size());
-    for (const SeqSlice& b : batch) s.push_back({b.tokens, b.n_tokens, b.start_pos, b.block_table, b.n_blocks, int(b.logits)});
+    for (const SeqSlice& b : batch)
+      s.push_back({b.tokens, b.n_tokens, b.start_pos, b.block_table, b.n_blocks, int(b.logits)});
     char err[kErr] = {0};
     if (lib_->forward(m_, s.data(), int(s.size()), logits, argmax, sample, err, kErr) != 0) return Status::error(err);
     return Status::ok();

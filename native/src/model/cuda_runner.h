@@ -13,17 +13,18 @@
 namespace ee {
 
 struct CudaOptions {
-  std::string library;              // path of libernie_cuda.so
-  int num_blocks = 0;               // 0: from gpu_memory_utilization
-  int block_size = 16;
+  std::string library;  // path of libernie_cuda.so
+  int num_blocks = 0;   // 0: from gpu_memory_utilization
+  // Sizing: copied from LoadOptions (binding/load_options.h), which takes them from the TS plan.
+  int block_size = 0;
   float gpu_memory_utilization = 0.9f;
-  int max_model_len = 8192;
-  int max_num_seqs = 256;
-  int max_batched_tokens = 2048;
+  int max_model_len = 0;
+  int max_num_seqs = 0;
+  int max_batched_tokens = 0;
   bool enforce_eager = false;
   int device = 0;
-  bool precise = true;   // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
-  bool kv_bf16 = false;  // KV cache in bf16 instead of fp32
+  bool precise = true;          // GEMM inputs as hi + lo bf16 planes (fp32-grade); false: plain bf16 activations
+  bool kv_bf16 = false;         // KV cache in bf16 instead of fp32
   bool capture_graphs = false;  // capture every CUDA graph while loading (the sidecar's startup)
 };
 

@@ -19,13 +19,13 @@ inline void lap(Clock::time_point& t, double& acc) {
   acc += std::chrono::duration<double, std::milli>(now - t).count();
   t = now;
 }
-// Weight rows per GEMM task. NOTE: 128 rows (256 KiB at K = 1024) measured 14-15.5 ms per decode
-// token on the 0.3B shape, against ~18 ms with 64 or 96 rows and ~20 ms with 256 (bench:engine);
-// for a 512-token prefill (bf16) 16 rows per task were slower (647-680 against 575-633 ms) and 32
-// the same (608-621 ms): the GEMM is not bound by streaming weights from L2.
+// Weight rows per GEMM task. NOTE: 128 rows (256 KiB at K = 1024) decoded the 0.3B shape fastest
+// of 64, 96, 128 and 256 (bench:engine); for a 512-token prefill (bf16) 16 rows per task were
+// slower and 32 the same: the GEMM is not bound by streaming weights from L2. Figures:
+// native/README.md.
 constexpr int kGemmRowsPerTask = 128;
 static_assert(kGemmRowsPerTask % cpu::kPackRows == 0, "GEMM tasks start on packed-block boundaries");
-constexpr int kAttnTokensPerTask = 8; // query tokens per attention task in prefill
+constexpr int kAttnTokensPerTask = 8;  // query tokens per attention task in prefill
 }  // namespace
 
 ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
@@ -61,8 +61,8 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
 }
 
 void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0) {
-  cpu::AttnLayer L{kv_->k(layer), kv_->v(layer), kv_->bf16(), kv_->block_size(), cfg_.num_heads,
-                   cfg_.num_kv_heads, cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
+  cpu::AttnLayer L{kv_->k(layer),  kv_->v(layer),     kv_->bf16(),   kv_->block_size(),
+                   cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
   L.bf16_dot = !precise_;  // bf16 activations: q and P may be bf16 too (used with a bf16 cache)
   struct Task {
     int slice, kvh, t0, t1;
@@ -148,7 +148,8 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
         k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
     });
     lap(clk, prof_.other_ms);
-    gemm(xn_.data(), T, H, {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
+    gemm(xn_.data(), T, H,
+         {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
     lap(clk, prof_.gemm_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
     void* kc = kv_->k(l);
@@ -209,8 +210,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].logits == SeqSlice::kAll)
       for (int t = 0; t < batch[i].n_tokens; ++t) out_rows.push_back(row0[i] + t);
-    else if (batch[i].logits == SeqSlice::kLast)
-      out_rows.push_back(row0[i] + batch[i].n_tokens - 1);
+    else if (batch[i].logits == SeqSlice::kLast) out_rows.push_back(row0[i] + batch[i].n_tokens - 1);
   }
   const int R = int(out_rows.size());
   logits.resize(size_t(R) * cfg_.vocab_size);

@@ -18,8 +18,8 @@ namespace ee {
 
 class ModelRunner : public IModelRunner {
  public:
-  ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
-              ThreadPool* pool, const cpu::Kernels* kernels, bool precise);
+  ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv, ThreadPool* pool,
+              const cpu::Kernels* kernels, bool precise);
 
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
@@ -62,7 +62,7 @@ class ModelRunner : public IModelRunner {
   // gate/up [T, intermediate], act (prepared GEMM input), per-worker attention scores.
   std::vector<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;
   // RoPE cos/sin per row [T, head_dim] (rope_angles), computed once per step for all layers: per
-  // layer they were ~3 us per row (128 libm calls in double), ~5% of a prefill.
+  // layer they were a visible share of a prefill (128 libm calls in double per row).
   std::vector<float> rope_cs_;
   std::vector<uint8_t> act_;
   std::vector<std::vector<float>> scores_;

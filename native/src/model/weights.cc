@@ -63,8 +63,7 @@ uint8_t* WeightArena::take(size_t bytes) {
   return p;
 }
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 class WeightsBuilder {
  public:
@@ -187,7 +186,7 @@ class WeightsBuilder {
 };
 
 Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
-                                                          const std::vector<TensorSource>& tensors, bool packed) {
+                                                         const std::vector<TensorSource>& tensors, bool packed) {
   auto w = std::make_unique<ModelWeights>();
   w->packed = packed;
   WeightsBuilder b(*w);
@@ -201,7 +200,9 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::load(const ModelConfig& cfg,
   }
   const bool separate_lm_head = !(cfg.tie_word_embeddings && !b.has("lm_head.weight"));
   w->arena_ = std::make_unique<WeightArena>(arena_bytes(cfg, separate_lm_head, packed));
-  if (!w->arena_->ok()) return Status::error("out of memory: cannot allocate " + std::to_string(w->arena_->size()) + " bytes for the weights");
+  if (!w->arena_->ok())
+    return Status::error("out of memory: cannot allocate " + std::to_string(w->arena_->size()) +
+                         " bytes for the weights");
   // Matrices are placed in the order a forward pass reads them, so a decode step streams through
   // one nearly contiguous region (hardware prefetchers and huge pages do the rest).
   w->layers.resize(size_t(cfg.num_layers));

@@ -76,8 +76,8 @@ export interface EngineOptions {
   seed: number; // engine RNG seed for requests without one (default 0)
   /** Prefill batching (native/src/engine/scheduler.h): while a quarter of maxNumSeqs decode, new
    * prompts wait until this many are queued or the oldest waited prefillMaxWait steps. 1 (default):
-   * off. Measured on the H200 (bf16, 256 streams, bench/gpu-profile.ts PB=N): 71.9k tok/s at 1,
-   * 73.0k at 8 (TTFT p50 8 -> 17 ms), 75.2k at 16 (24 ms): a throughput-first setting, not a default. */
+   * off. It trades time to first token for throughput (bench/results/gpu.json, prefillBatch16C256
+   * against the plain runs): a throughput-first setting, not a default. */
   prefillBatch?: number;
   prefillMaxWait?: number; // steps, default 8
 }
