@@ -13,7 +13,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import { native } from '../src/sidecar/native.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../src/sidecar/tokenizer/index.js';
 import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
 import { randomWorkload, type BenchRequest } from './engine/workload.js';

@@ -19,6 +19,7 @@ const manifests: Manifest[] = readdirSync(DIR)
     }),
   );
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON/YAML, read path by path in assertions
 type Obj = Record<string, any>; // manifests are plain YAML
 const find = (kind: string, name: string): Obj => manifests.find((m) => m.obj.kind === kind && (m.obj.metadata as Obj).name === name)!.obj as Obj;
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MODEL, expectError, setup, sortedKeys, sse } from './helpers.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON/YAML, read path by path in assertions
 type Any = Record<string, any>;
 const json = async (res: Response) => {
   expect(res.status).toBe(200);

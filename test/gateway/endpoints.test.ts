@@ -3,6 +3,7 @@ import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import type { Logger } from '../../src/protocol/logger.js';
 import { MODEL, expectError, setup, sortedKeys } from './helpers.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON/YAML, read path by path in assertions
 type Any = Record<string, any>;
 
 describe('models', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/protocol/engine-client.js';
 import { MODEL, expectError, setup, sse } from './helpers.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON/YAML, read path by path in assertions
 type Any = Record<string, any>;
 const chat = (extra: Any = {}) => ({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ...extra });
 

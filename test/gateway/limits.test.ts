@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_LOGPROBS, MAX_N } from '../../src/protocol/limits.js';
 import { MODEL, expectError, setup } from './helpers.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON, read path by path in assertions
 type Any = Record<string, any>;
 const chat = (extra: Any) => ({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
 const completion = (extra: Any) => ({ model: MODEL, prompt: 'hi', max_tokens: 2, ...extra });

@@ -145,9 +145,14 @@ describe('FramedEngineClient over serveEngine', () => {
     const got: unknown[] = [];
     let closed = false;
     a.onData((chunk) => dec.push(chunk).forEach((f) => got.push(decodeMessage(f))));
-    a.onClose(() => (closed = true));
+    const closing = new Promise<void>((r) =>
+      a.onClose(() => {
+        closed = true;
+        r();
+      }),
+    );
     await a.write(encodeMessage('HELLO', { version: 99 }));
-    await new Promise<void>((r) => setTimeout(r, 0));
+    await closing; // the server answers HELLO_ERR, then closes
     expect(got).toEqual([{ type: 'HELLO_ERR', body: { version: 1, code: 'INVALID_REQUEST', message: expect.stringMatching(/version mismatch/) } }]);
     expect(closed).toBe(true);
   });

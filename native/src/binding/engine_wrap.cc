@@ -33,7 +33,9 @@ EngineConfig engine_config(const Napi::Object& o) {
   // The values with no native default (engine.h): a missing one is a bug in the TS caller.
   auto required = [&](const char* k) {
     int v = get_int(o, k, 0);
-    if (v < 1) throw Napi::TypeError::New(o.Env(), std::string("createEngine: engineOptions.") + k + " must be a positive integer");
+    if (v < 1)
+      throw Napi::TypeError::New(o.Env(),
+                                 std::string("createEngine: engineOptions.") + k + " must be a positive integer");
     return v;
   };
   c.max_num_seqs = get_int(o, "maxNumSeqs", c.max_num_seqs);

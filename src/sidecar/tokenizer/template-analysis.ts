@@ -24,7 +24,11 @@ function children(n: Node): Node[] {
   const take = (v: unknown): void => {
     if (isNode(v)) out.push(v);
     else if (Array.isArray(v)) v.forEach(take);
-    else if (v instanceof Map) for (const [k, val] of v) take(k), take(val);
+    else if (v instanceof Map)
+      for (const [k, val] of v) {
+        take(k);
+        take(val);
+      }
   };
   for (const [k, v] of Object.entries(n)) if (k !== 'type') take(v);
   return out;

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { HAVE_CHROMIUM, CHROMIUM, RICH_REPLY, SHOTS, launchBrowser, metric, recordLengths, replyDone, sel, startServer, watchErrors, type Browser, type TestServer } from './harness.js';
+import { HAVE_CHROMIUM, CHROMIUM, RICH_REPLY, SHOTS, changesOver, launchBrowser, metric, recordLengths, replyDone, sel, startServer, watchErrors, type Browser, type TestServer } from './harness.js';
 
 const MODEL = 'baidu/ERNIE-4.5-0.3B-PT';
 if (!HAVE_CHROMIUM) console.warn(`chat page browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
@@ -47,8 +47,12 @@ describe.skipIf(!HAVE_CHROMIUM)('chat page (Chromium)', () => {
     const lengths = recordLengths(p);
     await p.keyboard.press('Enter');
     await p.waitForFunction(() => ([...document.querySelectorAll('.msg.assistant .md')].pop()?.textContent?.length ?? 0) > 110);
+    // Held a third of the way in, so the mid-stream checks cannot race the stream's end.
+    const release = srv!.engine.holdSteps();
+    expect(await p.getAttribute(sel.reply, 'data-state')).toBe('streaming');
     expect(await p.textContent(sel.send)).toBe('Stop');
     await p.screenshot({ path: join(SHOTS, 'mid-stream.png') });
+    release();
     const seen = await lengths;
     expect(seen.length).toBeGreaterThanOrEqual(6); // several distinct lengths before the end
     // Rendered length may dip when Markdown closes (`**x` → <strong>x), but it grows from near 0 to the end.
@@ -97,7 +101,9 @@ describe.skipIf(!HAVE_CHROMIUM)('chat page (Chromium)', () => {
     expect(await p.textContent('.msg.assistant .stats')).toMatch(/stopped$/);
     const stoppedAt = await replyLength(p);
     expect(stoppedAt).toBeLessThan(100);
-    await p.waitForTimeout(150);
+    // Nothing arrives after the stop: no change to the reply over the page's next 10 frames (the
+    // engine has already dropped the request, so there is nothing left to come but stray bytes).
+    expect(await changesOver(p, sel.replyBody, 10)).toBe(0);
     expect(await replyLength(p)).toBe(stoppedAt);
     expect(await p.textContent(sel.send)).toBe('Send');
 

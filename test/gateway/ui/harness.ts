@@ -101,25 +101,69 @@ export async function replyDone(page: Page, timeout = 20_000): Promise<string> {
 }
 
 /**
- * Samples the last reply's text length in the page every few ms until it stops streaming; returns the
- * distinct lengths in order (sampling in the page avoids a round trip per sample).
+ * Records the last reply's text length after every DOM change under #messages until it stops
+ * streaming; returns the distinct lengths in order. A MutationObserver sees each render the page
+ * makes, however fast or slow the machine, where sampling on a timer could skip some.
  */
 export function recordLengths(page: Page): Promise<number[]> {
   return page.evaluate(
     () =>
       new Promise<number[]>((resolve) => {
         const seen: number[] = [];
-        const timer = setInterval(() => {
+        const observer = new MutationObserver(() => {
           const el = [...document.querySelectorAll('.msg.assistant')].pop();
           if (!el) return;
           const len = el.querySelector('.md')?.textContent?.length ?? 0;
           if (seen[seen.length - 1] !== len) seen.push(len);
           if (el.getAttribute('data-state') !== 'streaming') {
-            clearInterval(timer);
+            observer.disconnect();
             resolve(seen);
           }
-        }, 5);
+        });
+        observer.observe(document.getElementById('messages')!, { childList: true, subtree: true, characterData: true, attributes: true, attributeFilter: ['data-state'] });
       }),
+  );
+}
+
+/**
+ * Resolves once `selector`'s element and its subtree have no finite CSS transition or animation
+ * left running (infinite ones, such as the streaming cursor's blink, are not waited for), so a
+ * position read next is where the page comes to rest. getAnimations() flushes pending style first,
+ * so a transition that a viewport change or a class toggle has just started is among them.
+ */
+export async function settled(page: Page, selector: string): Promise<void> {
+  await page.locator(selector).evaluate(async (el) => {
+    // Bounded: a transition that keeps restarting itself is a bug to report, not to wait out.
+    for (let round = 0; round < 20; round++) {
+      const running = el.getAnimations({ subtree: true }).filter((a) => a.effect?.getComputedTiming().endTime !== Infinity);
+      if (running.length === 0) return;
+      await Promise.allSettled(running.map((a) => a.finished));
+    }
+    throw new Error('animations kept starting after 20 rounds of waiting for them to finish');
+  });
+}
+
+/**
+ * Counts DOM changes to `selector`'s element over the page's next `frames` animation frames. For
+ * asserting that something has stopped changing: the window is measured in the page's own frames,
+ * so a slow or loaded machine stretches it along with everything else the page does.
+ */
+export function changesOver(page: Page, selector: string, frames: number): Promise<number> {
+  return page.locator(selector).evaluate(
+    (el, n) =>
+      new Promise<number>((resolve) => {
+        let changes = 0;
+        const observer = new MutationObserver((records) => (changes += records.length));
+        observer.observe(el, { childList: true, subtree: true, characterData: true });
+        let left = n;
+        const tick = () => {
+          if (--left > 0) return void requestAnimationFrame(tick);
+          observer.disconnect();
+          resolve(changes + observer.takeRecords().length);
+        };
+        requestAnimationFrame(tick);
+      }),
+    frames,
   );
 }
 

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { PAGE_CSP } from '../../../src/gateway/routes/ui.js';
-import { HAVE_CHROMIUM, CHROMIUM, RICH_REPLY, SHOTS, launchBrowser, replyDone, sel, startServer, watchErrors, type Browser, type TestServer } from './harness.js';
+import { HAVE_CHROMIUM, CHROMIUM, RICH_REPLY, SHOTS, launchBrowser, replyDone, sel, settled, startServer, watchErrors, type Browser, type TestServer } from './harness.js';
 
 const MODEL = 'baidu/ERNIE-4.5-0.3B-PT';
 if (!HAVE_CHROMIUM) console.warn(`chat page browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
@@ -82,17 +82,21 @@ describe.skipIf(!HAVE_CHROMIUM)('chat page safety and layout (Chromium)', () => 
         return { page: d.scrollWidth - d.clientWidth, body: document.body.scrollWidth - document.body.clientWidth, messages: m.scrollWidth - m.clientWidth };
       });
     expect(await overflow()).toEqual({ page: 0, body: 0, messages: 0 });
-    expect((await p.locator('#sidebar').boundingBox())!.x + 300).toBeLessThanOrEqual(0); // off-canvas
+    const sidebarX = async () => {
+      await settled(p, '#sidebar'); // the drawer slides (a CSS transition) on resize and on toggle
+      return (await p.locator('#sidebar').boundingBox())!.x;
+    };
+    expect((await sidebarX()) + 300).toBeLessThanOrEqual(0); // off-canvas
     await p.screenshot({ path: join(SHOTS, 'phone.png') });
     await p.click('#toggle-settings');
     expect(await overflow()).toEqual({ page: 0, body: 0, messages: 0 });
     await p.click('#toggle-settings');
     await p.click('#toggle-sidebar');
-    await expect.poll(async () => (await p.locator('#sidebar').boundingBox())!.x).toBe(0);
+    expect(await sidebarX()).toBe(0);
     await p.screenshot({ path: join(SHOTS, 'phone-sidebar.png') });
     expect(await overflow()).toEqual({ page: 0, body: 0, messages: 0 });
     await p.mouse.click(360, 400); // the scrim closes the drawer
-    await expect.poll(async () => (await p.locator('#sidebar').boundingBox())!.x).toBeLessThan(-200);
+    expect(await sidebarX()).toBeLessThan(-200);
     expect(errors).toEqual([]);
   });
 

@@ -14,9 +14,14 @@ import { WARM_UP_REQUEST } from '../../../src/sidecar/server/warm-up.js';
 
 const tmp = (p: string) => mkdtempSync(path.join(os.tmpdir(), p));
 
-/** The fake engine behind a gate: requests are recorded at once and reach the engine when `open()` is called. */
+/**
+ * The fake engine behind a gate: requests are recorded at once (`firstSeen` resolves on the first)
+ * and reach the engine when `open()` is called.
+ */
 function gatedFactory(opts: { failAll?: boolean } = {}) {
   const seen: EngineRequest[] = [];
+  let first!: () => void;
+  const firstSeen = new Promise<void>((r) => (first = r));
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   const inner = fakeNativeEngineFactory();
@@ -31,6 +36,7 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
       const gated: NativeEngine = {
         submit(r) {
           seen.push(r);
+          first();
           void gate.then(() => e.submit(r));
           return null;
         },
@@ -41,7 +47,7 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
       return gated;
     },
   };
-  return { factory, seen, open: () => open() };
+  return { factory, seen, firstSeen, open: () => open() };
 }
 
 function logLines() {
@@ -71,12 +77,12 @@ describe('sidecar warm-up', () => {
 
   it('/ready stays 503 ("warming up") until the warm-up request has run through the engine, then 200', async () => {
     const sock = path.join(tmp('ernie-wu-'), 'engine.sock');
-    const { factory, seen, open } = gatedFactory();
+    const { factory, seen, firstSeen, open } = gatedFactory();
     const { lines, logger } = logLines();
     const sc = await startSidecar(options(sock), { logger, factory });
     const client = createUnixEngineClient(sock, { retry: { attempts: 1 } });
     const { app } = createApp({ engine: client });
-    for (let i = 0; i < 200 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await firstSeen;
     // The warm-up request is in the engine (held by the gate): the sidecar is loaded but not ready.
     expect(seen.map((r) => r.maxTokens)).toEqual([WARM_UP_REQUEST.sampling.maxTokens]);
     expect(seen[0]!.prompt.length).toBeGreaterThan(5); // a chat prompt through the template, not a stub
