@@ -7,6 +7,7 @@
 # Environment: ERNIE_EDGE_MODEL (default: /models when /models/config.json exists, else the
 # placeholder; a --model argument wins over both), ERNIE_EDGE_SERVED_MODEL_NAME (the name a model
 # from there is served under unless --served-model-name is given; the placeholder keeps its own),
+# ERNIE_EDGE_THREADS (the sidecar's --threads unless given: the manifests set it to the CPU limit),
 # ERNIE_EDGE_HOST / ERNIE_EDGE_PORT (gateway address, default 0.0.0.0:8000), ERNIE_EDGE_BIN (default:
 # the image's /app/bin/ernie-edge.js). The socket directory of `all` is made under TMPDIR (default
 # /tmp): a --read-only container needs a tmpfs there.
@@ -36,6 +37,7 @@ if [[ -n $model ]] && ! given model "$@"; then
     model_args+=(--served-model-name "$ERNIE_EDGE_SERVED_MODEL_NAME")
   fi
 fi
+if [[ -n ${ERNIE_EDGE_THREADS:-} ]] && ! given threads "$@"; then model_args+=(--threads "$ERNIE_EDGE_THREADS"); fi
 
 case $role in
   sidecar) exec node "$bin" serve --role sidecar "${model_args[@]}" "$@" ;;

@@ -77,7 +77,7 @@ describe('container/entrypoint.sh', () => {
   const argvOf = (env: Record<string, string>, args: string[] = []): string[] => {
     const bin = `${tempDir('ernie-entry-argv-')}/print-argv.mjs`;
     writeFileSync(bin, 'console.log(JSON.stringify(process.argv.slice(2)));\n');
-    const r = spawnSync('bash', [SCRIPT, ...args], { env: { ...process.env, ERNIE_EDGE_ROLE: 'sidecar', ERNIE_EDGE_BIN: bin, ERNIE_EDGE_SERVED_MODEL_NAME: '', ...env }, encoding: 'utf8' });
+    const r = spawnSync('bash', [SCRIPT, ...args], { env: { ...process.env, ERNIE_EDGE_ROLE: 'sidecar', ERNIE_EDGE_BIN: bin, ERNIE_EDGE_SERVED_MODEL_NAME: '', ERNIE_EDGE_THREADS: '', ...env }, encoding: 'utf8' });
     expect(r.status).toBe(0);
     return JSON.parse(r.stdout) as string[];
   };
@@ -96,6 +96,12 @@ describe('container/entrypoint.sh', () => {
     expect(argvOf(named, ['--served-model-name', 'x'])).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--served-model-name', 'x']);
     expect(argvOf(named, ['--served_model_name=x'])).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--served_model_name=x']);
     expect(argvOf({ ERNIE_EDGE_MODEL: '', ERNIE_EDGE_SERVED_MODEL_NAME: 'baidu/ERNIE-4.5-0.3B-PT' })).toEqual(['serve', '--role', 'sidecar']);
+  });
+
+  it('gives the sidecar --threads ERNIE_EDGE_THREADS (the manifests: the CPU limit) unless --threads is given', () => {
+    expect(argvOf({ ERNIE_EDGE_THREADS: '4' })).toEqual(['serve', '--role', 'sidecar', '--threads', '4']);
+    expect(argvOf({ ERNIE_EDGE_THREADS: '4' }, ['--threads', '2'])).toEqual(['serve', '--role', 'sidecar', '--threads', '2']);
+    expect(argvOf({ ERNIE_EDGE_THREADS: '' })).toEqual(['serve', '--role', 'sidecar']);
   });
 
   it('rejects an unknown role', () => {
