@@ -3,8 +3,8 @@
 # (`--build-arg NODE_IMAGE=… --build-arg BUILD_IMAGE=…`, printed on stdout). Elsewhere the Dockerfile's
 # digest-pinned node:24 images from Docker Hub are used instead.
 #   eval "$(bash container/ci/make-base.sh podman)"   # sets NODE_IMAGE and BUILD_IMAGE
-# The layout is the official node image's: Node in /usr/local (bin/node, include/node, npm in
-# lib/node_modules/npm with bin/npm and bin/npx links), a `node` user and group with uid/gid 1000.
+# The layout is the official node image's: Node in /usr/local (bin/node, include/node in the build
+# base, npm in lib/node_modules/npm with bin/npm and bin/npx links), a `node` user and group 1000.
 #   localhost/ernie-edge-base:node<V>-<suite>-slim    Debian `debootstrap --variant=minbase` + Node + npm
 #   localhost/ernie-edge-base:node<V>-<suite>-build   the same + python3 make g++ (node-gyp), this
 #                                                      machine's CA bundle, npm's cafile pointing at it
@@ -45,10 +45,10 @@ mkdir -p "$CI_CACHE/debootstrap"
 debootstrap --variant=minbase --cache-dir="$CI_CACHE/debootstrap" "$DEBIAN_SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
   || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
 
-# Node as the official image lays it out.
+# Node as the official image lays it out (its headers, 67 MB, only in the build base below: only
+# node-gyp reads them).
 cp -a "$node_dir/bin/node" "$rootfs/usr/local/bin/node"
 mkdir -p "$rootfs/usr/local/include" "$rootfs/usr/local/lib/node_modules/npm" "$rootfs/usr/local/share"
-cp -a "$node_dir/include/node" "$rootfs/usr/local/include/node"
 tar -xzf "$npm_tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
@@ -70,6 +70,7 @@ import() { # import ROOTFS TAG
 # (the registry may be reached through a TLS-inspecting proxy). Never part of the runtime image.
 buildfs=$work/buildfs
 cp -a "$rootfs" "$buildfs"
+cp -a "$node_dir/include/node" "$buildfs/usr/local/include/node"
 mount -t proc proc "$buildfs/proc"
 chroot "$buildfs" apt-get install -y -qq --no-install-recommends python3 make g++ >"$work/apt.log" 2>&1 \
   || { umount "$buildfs/proc"; tail -20 "$work/apt.log" >&2; exit 1; }
