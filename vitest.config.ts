@@ -12,5 +12,7 @@ export default defineConfig({
     // An exception thrown in a native callback (a step sink) fails the run as an unhandled error
     // instead of a deprecation warning that hides it.
     execArgv: ['--force-node-api-uncaught-exceptions-policy=true'],
+    // Spawned CLIs (bin/ernie-edge.js) run the sources under test, never a dist/ left by `npm run build`.
+    env: { ERNIE_EDGE_SOURCE: 'ts' },
   },
 });

@@ -5,8 +5,12 @@
 #   gateway | sidecar one role, exec'd (Kubernetes runs one per container: container/k8s/)
 # Extra arguments are passed to `ernie-edge serve` (both processes in `all`: each reads its flags).
 # Environment: ERNIE_EDGE_MODEL (default: /models when /models/config.json exists, else the
-# placeholder), ERNIE_EDGE_HOST / ERNIE_EDGE_PORT (gateway address, default 0.0.0.0:8000),
-# ERNIE_EDGE_BIN (default: the image's /app/bin/ernie-edge.js).
+# placeholder; a --model argument wins over both), ERNIE_EDGE_SERVED_MODEL_NAME (the name a model
+# from there is served under unless --served-model-name is given; the placeholder keeps its own),
+# ERNIE_EDGE_THREADS (the sidecar's --threads unless given: the manifests set it to the CPU limit),
+# ERNIE_EDGE_HOST / ERNIE_EDGE_PORT (gateway address, default 0.0.0.0:8000), ERNIE_EDGE_BIN (default:
+# the image's /app/bin/ernie-edge.js). The socket directory of `all` is made under TMPDIR (default
+# /tmp): a --read-only container needs a tmpfs there.
 #
 # Signals in `all`: the first SIGTERM/SIGINT goes to the gateway, which drains (/ready 503, in-flight
 # streams finish); once it has exited the sidecar gets SIGTERM. A second signal is passed to both
@@ -18,8 +22,22 @@ bin=${ERNIE_EDGE_BIN:-/app/bin/ernie-edge.js}
 role=${ERNIE_EDGE_ROLE:-all}
 model=${ERNIE_EDGE_MODEL:-}
 if [[ -z $model && -f /models/config.json ]]; then model=/models; fi
+given() { # given FLAG ARGS...: whether ARGS hold --flag, --flag=… or its --snake_case spelling
+  local flag=$1 snake=${1//-/_} a
+  shift
+  for a in "$@"; do
+    case $a in "--$flag" | "--$flag="* | "--$snake" | "--$snake="*) return 0 ;; esac
+  done
+  return 1
+}
 model_args=()
-if [[ -n $model ]]; then model_args=(--model "$model"); fi
+if [[ -n $model ]] && ! given model "$@"; then
+  model_args=(--model "$model")
+  if [[ -n ${ERNIE_EDGE_SERVED_MODEL_NAME:-} ]] && ! given served-model-name "$@"; then
+    model_args+=(--served-model-name "$ERNIE_EDGE_SERVED_MODEL_NAME")
+  fi
+fi
+if [[ -n ${ERNIE_EDGE_THREADS:-} ]] && ! given threads "$@"; then model_args+=(--threads "$ERNIE_EDGE_THREADS"); fi
 
 case $role in
   sidecar) exec node "$bin" serve --role sidecar "${model_args[@]}" "$@" ;;

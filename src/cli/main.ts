@@ -1,11 +1,11 @@
-// The CLI entry (bin/ernie-edge.js imports this under tsx): parse, configure, dispatch by role.
+// The CLI entry (bin/ernie-edge.js imports this, from dist/ or under tsx): parse, configure, dispatch by role.
 // Returns the process exit code: 0 ok, 1 runtime failure, 2 usage error. Never calls process.exit.
 // `deps` is for tests only (test/doubles/fake-bin.js): the shipped bin passes none.
 
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { nativeEngineFactory, type EngineFactory } from '../sidecar/engine/factory.js';
 import { CheckpointError } from '../sidecar/model/safetensors.js';
+import { packagePath } from '../sidecar/package-root.js';
 import { parseArgs, UsageError } from './args.js';
 import { buildConfig } from './config.js';
 import { helpText } from './flags.js';
@@ -15,10 +15,10 @@ import { runMonitor } from './monitor.js';
 import { runServe } from './serve.js';
 import { runSidecarRole } from './sidecar-role.js';
 
-const BIN = fileURLToPath(new URL('../../bin/ernie-edge.js', import.meta.url));
+const BIN = packagePath('bin', 'ernie-edge.js');
 
 async function version(): Promise<string> {
-  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(await readFile(packagePath('package.json'), 'utf8')) as { version: string };
   return pkg.version;
 }
 

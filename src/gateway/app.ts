@@ -90,7 +90,8 @@ export function createApp(opts: CreateAppOptions): AppHandle {
       ttftMs: r.ttft === null ? null : Math.round(r.ttft * 1000),
       durationMs: Math.round(r.e2e * 1000),
     };
-    if (r.status >= 500) logger.error(line, 'request failed');
+    // /ready's 503 is its answer while loading or draining (every probe asks), not a failure.
+    if (r.status >= 500 && !(r.route === '/ready' && r.status === 503)) logger.error(line, 'request failed');
     else logger.info(line, 'request');
   };
 

@@ -1,8 +1,7 @@
 // Typed access to the native addon (native/build/Release/ernie_native.node, built by `npm ci`).
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import type { EngineLimits, EngineOptions, NativeEngine, StepCallback } from './engine/native-engine.js';
+import { packagePath } from './package-root.js';
 
 export interface NativeConfig {
   vocabSize: number;
@@ -140,8 +139,7 @@ let cached: NativeAddon | undefined;
 /** Loads the addon once. Throws with a clear message when it was not built. */
 export function native(): NativeAddon {
   if (cached) return cached;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const file = path.resolve(here, '../../native/build/Release/ernie_native.node');
+  const file = packagePath('native', 'build', 'Release', 'ernie_native.node');
   try {
     cached = createRequire(import.meta.url)(file) as NativeAddon;
   } catch (e) {

@@ -3,7 +3,7 @@
 // sidecar, and the script exits 0 with both processes gone and its socket directory removed; a
 // sidecar dying on its own takes the pair down with a non-zero exit. Plus shellcheck where installed.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FAKE_BIN, fakeEnv, pollStatus, removeTempDirs, sseFrames, tempDir } from '../cli/process-helpers.js';
@@ -71,6 +71,37 @@ describe('container/entrypoint.sh', () => {
     expect(code).not.toBe(0);
     expect(alive(gateway)).toBe(false);
     expect(p.out).toContain('the sidecar exited (137) on its own');
+  });
+
+  // The argv a role is exec'd with, seen through a stand-in for bin/ernie-edge.js that prints it.
+  const argvOf = (env: Record<string, string>, args: string[] = []): string[] => {
+    const bin = `${tempDir('ernie-entry-argv-')}/print-argv.mjs`;
+    writeFileSync(bin, 'console.log(JSON.stringify(process.argv.slice(2)));\n');
+    const r = spawnSync('bash', [SCRIPT, ...args], { env: { ...process.env, ERNIE_EDGE_ROLE: 'sidecar', ERNIE_EDGE_BIN: bin, ERNIE_EDGE_SERVED_MODEL_NAME: '', ERNIE_EDGE_THREADS: '', ...env }, encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    return JSON.parse(r.stdout) as string[];
+  };
+
+  it('passes the model once: a --model argument wins over ERNIE_EDGE_MODEL (no "--model was given twice")', () => {
+    expect(argvOf({ ERNIE_EDGE_MODEL: '/m' })).toEqual(['serve', '--role', 'sidecar', '--model', '/m']);
+    for (const args of [['--model', '/arg'], ['--model=/arg'], ['--max-model-len', '64', '--model', '/arg']]) {
+      expect(argvOf({ ERNIE_EDGE_MODEL: '/m' }, args)).toEqual(['serve', '--role', 'sidecar', ...args]);
+    }
+    expect(argvOf({ ERNIE_EDGE_MODEL: '/m' }, ['--max-model-len', '64'])).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--max-model-len', '64']);
+  });
+
+  it('serves a mounted model under ERNIE_EDGE_SERVED_MODEL_NAME unless --served-model-name is given; the placeholder keeps its name', () => {
+    const named = { ERNIE_EDGE_MODEL: '/m', ERNIE_EDGE_SERVED_MODEL_NAME: 'baidu/ERNIE-4.5-0.3B-PT' };
+    expect(argvOf(named)).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--served-model-name', 'baidu/ERNIE-4.5-0.3B-PT']);
+    expect(argvOf(named, ['--served-model-name', 'x'])).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--served-model-name', 'x']);
+    expect(argvOf(named, ['--served_model_name=x'])).toEqual(['serve', '--role', 'sidecar', '--model', '/m', '--served_model_name=x']);
+    expect(argvOf({ ERNIE_EDGE_MODEL: '', ERNIE_EDGE_SERVED_MODEL_NAME: 'baidu/ERNIE-4.5-0.3B-PT' })).toEqual(['serve', '--role', 'sidecar']);
+  });
+
+  it('gives the sidecar --threads ERNIE_EDGE_THREADS (the manifests: the CPU limit) unless --threads is given', () => {
+    expect(argvOf({ ERNIE_EDGE_THREADS: '4' })).toEqual(['serve', '--role', 'sidecar', '--threads', '4']);
+    expect(argvOf({ ERNIE_EDGE_THREADS: '4' }, ['--threads', '2'])).toEqual(['serve', '--role', 'sidecar', '--threads', '2']);
+    expect(argvOf({ ERNIE_EDGE_THREADS: '' })).toEqual(['serve', '--role', 'sidecar']);
   });
 
   it('rejects an unknown role', () => {

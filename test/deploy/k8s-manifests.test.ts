@@ -30,7 +30,10 @@ describe('Kubernetes manifests', () => {
       'Deployment/ernie-edge',
       'Deployment/ernie-edge-cuda',
       'HorizontalPodAutoscaler/ernie-edge',
+      'HorizontalPodAutoscaler/ernie-edge-cuda',
+      'PersistentVolumeClaim/ernie-edge-models',
       'Service/ernie-edge',
+      'Service/ernie-edge-cuda',
     ]);
     expect(schemaErrors(manifests)).toEqual([]);
     expect(strictErrors(manifests, ROOT)).toEqual([]);
@@ -73,9 +76,61 @@ describe('Kubernetes manifests', () => {
       for (const c of [engine, gateway]) expect(c.resources.limits.memory).toBeDefined();
       expect(engine.resources.limits['nvidia.com/gpu'] ?? null).toBe(name.endsWith('cuda') ? 1 : null);
     });
+
+    it(`${name}: the model comes from the entrypoint only; --threads follows the engine's CPU limit`, () => {
+      const [engine] = find('Deployment', name).spec.template.spec.initContainers;
+      // The entrypoint adds --model /models when the PVC holds a config.json: a second one is a usage error.
+      expect(engine.args.some((a: string) => a.startsWith('--model'))).toBe(false);
+      expect(engine.volumeMounts).toContainEqual({ name: 'models', mountPath: '/models', readOnly: true });
+      // The entrypoint turns ERNIE_EDGE_THREADS into --threads (test/deploy/entrypoint.e2e.test.ts).
+      const env = engine.env.find((e: Obj) => e.name === 'ERNIE_EDGE_THREADS');
+      expect(env.valueFrom.resourceFieldRef).toEqual({ containerName: 'engine', resource: 'limits.cpu', divisor: '1' });
+      expect(engine.args.some((a: string) => a.startsWith('--threads'))).toBe(false);
+      expect(Number(engine.resources.limits.cpu)).toBeGreaterThanOrEqual(1);
+      expect(engine.resources.limits.cpu).toBe(engine.resources.requests.cpu);
+    });
   }
 
+  it('every Deployment is scaled by its HPA alone (no replicas to fight it) and has its own Service', () => {
+    const deployments = manifests.filter((m) => m.obj.kind === 'Deployment').map((m) => m.obj as Obj);
+    const hpas = manifests.filter((m) => m.obj.kind === 'HorizontalPodAutoscaler').map((m) => m.obj as Obj);
+    const services = manifests.filter((m) => m.obj.kind === 'Service').map((m) => m.obj as Obj);
+    for (const d of deployments) {
+      expect(d.spec.replicas).toBeUndefined();
+      expect(hpas.filter((h) => h.spec.scaleTargetRef.name === d.metadata.name)).toHaveLength(1);
+      expect(d.spec.selector.matchLabels).toEqual(d.spec.template.metadata.labels);
+    }
+    // A Service selects the pods of exactly one Deployment: CPU and CUDA pods never share an entry.
+    for (const svc of services) {
+      const selected = deployments.filter((d) => Object.entries(svc.spec.selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+      expect(selected.map((d) => d.metadata.name)).toEqual([svc.metadata.name]);
+    }
+  });
+
+  it('the models PVC exists; images are fully qualified; pods run as the uid their images were built with', () => {
+    const claims = manifests.filter((m) => m.obj.kind === 'PersistentVolumeClaim').map((m) => (m.obj.metadata as Obj).name);
+    const dockerUid = (file: string) => {
+      const users = readFileSync(`${ROOT}container/${file}`, 'utf8').match(/^USER\s+(\S+)/gm)!;
+      return Number(/^USER\s+(\d+)/.exec(users.at(-1)!)?.[1]); // numeric, so runAsNonRoot can check it
+    };
+    for (const name of ['ernie-edge', 'ernie-edge-cuda']) {
+      const pod = find('Deployment', name).spec.template.spec;
+      for (const v of pod.volumes.filter((v: Obj) => v.persistentVolumeClaim)) expect(claims).toContain(v.persistentVolumeClaim.claimName);
+      for (const c of [...pod.initContainers, ...pod.containers]) {
+        // registry host first (a dot, a port or localhost): no short name resolved by the node's settings
+        expect(c.image).toMatch(/^([a-z0-9-]+\.[a-z0-9.-]+(:\d+)?|localhost(:\d+)?)\/[a-z0-9./-]+:[\w.-]+$/);
+        const uid = dockerUid(c.image.endsWith('-cuda') ? 'Dockerfile.cuda' : 'Dockerfile');
+        expect(c.securityContext.runAsUser ?? pod.securityContext.runAsUser).toBe(uid);
+      }
+      expect(pod.securityContext.runAsNonRoot).toBe(true);
+    }
+  });
+
   it('the Service selects the pods and targets the http port; the HPA scales the Deployment on the queue', () => {
+    for (const name of ['ernie-edge', 'ernie-edge-cuda']) {
+      expect(find('Service', name).spec.ports[0].targetPort).toBe('http');
+      expect(find('HorizontalPodAutoscaler', name).spec.metrics[0].pods.metric.name).toBe('vllm_num_requests_waiting');
+    }
     const svc = find('Service', 'ernie-edge');
     const labels = find('Deployment', 'ernie-edge').spec.template.metadata.labels;
     for (const [k, v] of Object.entries(svc.spec.selector)) expect(labels[k]).toBe(v);

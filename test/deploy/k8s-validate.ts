@@ -9,7 +9,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Deployment } from 'kubernetes-models/apps/v1';
-import { ConfigMap, Service } from 'kubernetes-models/v1';
+import { ConfigMap, PersistentVolumeClaim, Service } from 'kubernetes-models/v1';
 
 interface Kind {
   model: new (data: never) => { validate(): void };
@@ -19,6 +19,7 @@ const KINDS: Record<string, Kind> = {
   'apps/v1/Deployment': { model: Deployment as never, types: ['kubernetes-models/apps/v1/Deployment', 'IDeployment'] },
   'v1/Service': { model: Service as never, types: ['kubernetes-models/v1/Service', 'IService'] },
   'v1/ConfigMap': { model: ConfigMap as never, types: ['kubernetes-models/v1/ConfigMap', 'IConfigMap'] },
+  'v1/PersistentVolumeClaim': { model: PersistentVolumeClaim as never, types: ['kubernetes-models/v1/PersistentVolumeClaim', 'IPersistentVolumeClaim'] },
   'autoscaling/v2/HorizontalPodAutoscaler': { model: HorizontalPodAutoscaler as never, types: ['kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', 'IHorizontalPodAutoscaler'] },
 };
 

@@ -14,6 +14,7 @@ describe('models', () => {
     expect(list.data).toHaveLength(1);
     expect(list.data[0]).toMatchObject({ id: MODEL, object: 'model', owned_by: 'ernie-edge', max_model_len: 2048 });
     expect(sortedKeys(list.data[0])).toEqual(['created', 'id', 'max_model_len', 'object', 'owned_by', 'parent', 'root']);
+    expect(list.data[0].root).toBe(MODEL); // the served name, never the sidecar's filesystem path
     const one = await get(`/v1/models/${MODEL}`);
     expect(one.status).toBe(200);
     expect(((await one.json()) as Any).id).toBe(MODEL);
@@ -139,5 +140,17 @@ describe('request id and logging', () => {
     expect(typeof lines[0].ttftMs).toBe('number');
     expect(typeof lines[0].durationMs).toBe('number');
     expect(lines[2]).toMatchObject({ reqId: 'req-s', status: 200, outputTokens: 2 });
+  });
+
+  it("logs /ready's 503 (loading, draining, engine down) at info, other 5xx at error", async () => {
+    const byLevel: Record<string, Any[]> = { info: [], warn: [], error: [] };
+    const logger: Logger = { info: (o) => byLevel.info!.push(o), warn: (o) => byLevel.warn!.push(o), error: (o) => byLevel.error!.push(o) };
+    const { get, post, engine } = setup({ logger });
+    engine.kill();
+    expect((await get('/ready')).status).toBe(503);
+    const failed = await post('/v1/completions', { model: MODEL, prompt: 'abc', max_tokens: 2 });
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    expect(byLevel.info!.map((l) => [l.route, l.status])).toEqual([['/ready', 503]]);
+    expect(byLevel.error!.map((l) => [l.route, l.status])).toEqual([['/v1/completions', failed.status]]);
   });
 });

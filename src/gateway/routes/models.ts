@@ -1,11 +1,12 @@
 // GET /v1/models and GET /v1/models/:id — OpenAI's model objects (+ vLLM's root / max_model_len).
+// `root` is the served name: where the sidecar loaded the model from (a path on its host) stays private.
 
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 
 async function modelObject(deps: RouteDeps) {
   const { info, name } = await resolveModel(deps, undefined);
-  return { id: name, object: 'model' as const, created: info.createdAt, owned_by: 'ernie-edge', root: info.root, parent: null, max_model_len: info.maxModelLen };
+  return { id: name, object: 'model' as const, created: info.createdAt, owned_by: 'ernie-edge', root: name, parent: null, max_model_len: info.maxModelLen };
 }
 
 export function listModelsHandler(deps: RouteDeps) {

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../package-root.js';
 import { cacheRoot, ensureFormulaCheckpoint, ERNIE_03B_CONFIG } from './default-model.js';
 
 /** The id the default model is served under unless --served-model-name says otherwise. */
@@ -28,7 +28,7 @@ export const ERNIE_GENERATION_CONFIG = {
   presence_penalty: 0.0,
 };
 
-const TOKENIZER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/golden/tokenizer');
+const TOKENIZER_DIR = packagePath('test', 'fixtures', 'golden', 'tokenizer');
 /** [source relative to TOKENIZER_DIR, name in the model directory] */
 const TOKENIZER_FILES: [string, string][] = [
   ['hf/tokenizer.json', 'tokenizer.json'],

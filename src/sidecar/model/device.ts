@@ -3,16 +3,15 @@
 // the library is built and sees a GPU.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CudaProbe } from '../native.js';
+import { packagePath } from '../package-root.js';
 
 export type DeviceChoice = 'auto' | 'cpu' | 'cuda';
 
 /** native/cuda/build/libernie_cuda.so of this checkout, unless ERNIE_EDGE_CUDA_LIBRARY names another. */
 export function defaultCudaLibrary(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ERNIE_EDGE_CUDA_LIBRARY) return path.resolve(env.ERNIE_EDGE_CUDA_LIBRARY);
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, '../../../native/cuda/build/libernie_cuda.so');
+  return packagePath('native', 'cuda', 'build', 'libernie_cuda.so');
 }
 
 /**
