@@ -45,8 +45,8 @@ export interface NativeLoadOptions {
   kvCacheDtype?: 'float32' | 'bfloat16';
   /** cuda: never replay steps from CUDA graphs. */
   enforceEager?: boolean;
-  /** cuda: capture every decode and mixed-step graph while loading (the sidecar's startup, ~1 s)
-   * rather than each on its first use (a ~10 ms stall inside the step that first needs it). */
+  /** cuda: capture every decode and mixed-step graph while loading (the sidecar's startup)
+   * rather than each on its first use (a stall inside the step that first needs it). */
   captureGraphs?: boolean;
   /** cuda: decode graphs serve sequences up to this length and batches up to maxNumSeqs. */
   maxModelLen?: number;

@@ -1,8 +1,8 @@
 // The sidecar's warm-up: one chat request through the whole sidecar path before it reports ready —
 // the framed protocol (decode, encode, over an in-memory transport pair), the chat template, the
 // tokenizer, the detokenizer, logprobs, and the engine (a prefill and a decode step).
-// NOTE: measured on the 0.3B shape (bench:serve's cold start): the first request after start took
-// 0.25-0.9 s against ~0.14 s warm. The cold costs are one-time: V8 compiling the path's functions
+// NOTE: the first request after start is several times slower than a warm one (bench:serve's cold-start
+// stages, bench/results/serve.json). The cold costs are one-time: V8 compiling the path's functions
 // and zod's compiled validators, and in the engine first-use buffers and page faults. Paying them
 // here, before /ready turns 200, keeps them out of the first user's TTFT.
 // The warm-up's tokens count in the engine's totals (vllm:prompt_tokens_total, …), like any request.
