@@ -9,11 +9,10 @@ import type { Logger } from '../protocol/logger.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
 import type { EngineFactory } from './engine/factory.js';
-import { planEngine, type EnginePlan } from './engine/plan.js';
+import type { EnginePlan } from './engine/plan.js';
 import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { defaultCudaLibrary } from './model/device.js';
-import { weightBytes } from './model/load.js';
+import { planCheckpoint } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -116,14 +115,10 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   const dir = await modelDir(opts, deps, backend);
   logger.info({ model: opts.model ?? DEFAULT_MODEL_NAME, dir, engine: factory.kind }, 'loading model');
   const checkpoint = await factory.readCheckpoint(dir);
-  const cudaLibrary = defaultCudaLibrary();
-  const plan = planEngine({
-    config: checkpoint.config,
-    weightBytes: weightBytes(checkpoint),
-    device: factory.resolveDevice(opts.device ?? 'auto', cudaLibrary),
-    cudaLibrary,
-    freeMemory: os.freemem(),
-    options: {
+  const plan = planCheckpoint(
+    checkpoint,
+    {
+      device: opts.device ?? 'auto',
       threads: opts.threads,
       blockSize: opts.blockSize,
       kvCacheMemory: opts.kvCacheMemory,
@@ -136,7 +131,8 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       maxNumSeqs: opts.engine.maxNumSeqs,
       maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
     },
-  });
+    factory.resolveDevice,
+  );
   const bundle = await loadTokenizerBundle(dir, { maxModelLen: plan.maxModelLen });
   logger.info({ tokenizer: bundle.source }, 'tokenizer loaded');
   const model: ModelInfo = {

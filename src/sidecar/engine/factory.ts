@@ -5,7 +5,8 @@
 // the CLI's main() deps.
 
 import { readCheckpoint, type Checkpoint } from '../model/checkpoint.js';
-import { resolveDevice, type DeviceChoice } from '../model/device.js';
+import type { DeviceChoice } from '../model/device.js';
+import { resolveNativeDevice } from '../model/load.js';
 import { native } from '../native.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { ENGINE_LIMITS, type EngineOptions, type NativeEngine, type StepCallback } from './native-engine.js';
@@ -25,7 +26,7 @@ export interface EngineFactory {
 export const nativeEngineFactory: EngineFactory = {
   kind: 'native',
   readCheckpoint,
-  resolveDevice: (choice, cudaLibrary) => resolveDevice(choice, cudaLibrary, (lib) => native().cudaInfo(lib)),
+  resolveDevice: resolveNativeDevice,
   create: (checkpoint, plan, engine, _bundle, onStep) =>
     native().createEngine({ config: checkpoint.config.native, tensors: checkpoint.tensors, ...plan.load }, { ...engine, ...ENGINE_LIMITS }, onStep),
 };

@@ -2,7 +2,7 @@
 // then maps the weights and sizes the paged KV cache (native, off the event loop). Sizing is the
 // engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory.
 import os from 'node:os';
-import { planEngine, type PlanOptions } from '../engine/plan.js';
+import { planEngine, type EnginePlan, type PlanOptions } from '../engine/plan.js';
 import { native, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
 import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
@@ -30,17 +30,30 @@ export function weightBytes(ck: Checkpoint): number {
   return ck.tensors.reduce((n, t) => n + t.nbytes, 0);
 }
 
-/** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
-export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
+/** Where `choice` loads on this machine, with the addon's CUDA probe. */
+export function resolveNativeDevice(choice: DeviceChoice, cudaLibrary: string): 'cpu' | 'cuda' {
+  return resolveDevice(choice, cudaLibrary, (lib) => native().cudaInfo(lib));
+}
+
+/**
+ * The engine plan for a checkpoint on this machine: the device resolved (by `resolve`: the addon's
+ * probe, or a test double's), the free RAM sampled now. The sidecar and every direct loader plan here.
+ */
+export function planCheckpoint(checkpoint: Checkpoint, opts: LoadOptions = {}, resolve = resolveNativeDevice): EnginePlan {
   const { cudaLibrary = defaultCudaLibrary(), device = 'cpu', ...options } = opts;
-  const plan = planEngine({
+  return planEngine({
     config: checkpoint.config,
     weightBytes: weightBytes(checkpoint),
-    device: resolveDevice(device, cudaLibrary, (lib) => native().cudaInfo(lib)),
+    device: resolve(device, cudaLibrary),
     cudaLibrary,
     freeMemory: os.freemem(),
     options,
   });
+}
+
+/** The native load options for a checkpoint (device, weights, KV sizing, kernels). */
+export function nativeLoadOptions(checkpoint: Checkpoint, opts: LoadOptions = {}): NativeLoadOptions & { kvBlockBytes: number } {
+  const plan = planCheckpoint(checkpoint, opts);
   return { config: checkpoint.config.native, tensors: checkpoint.tensors, ...plan.load, kvBlockBytes: plan.kvBlockBytes };
 }
 
