@@ -69,7 +69,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const logger = opts.logger ?? silentLogger;
   const metrics = opts.metrics ?? new GatewayMetrics();
   const now = opts.now ?? Date.now;
-  const shared: Omit<RouteDeps, 'engine'> = {
+  const deps: RouteDeps = {
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     now,
     servedModelName: opts.servedModelName,
@@ -122,14 +122,15 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   }
 
   // Every route is registered through `route`, which labels the request record for logs and metrics
-  // and gives the handler its deps: the app's, or the same with the engine this request brought.
+  // and sets the request's engine: the one it brought in fetch's env, else the app's. Handlers are built
+  // once, here; per request there is only that lookup.
   const route = (method: 'GET' | 'POST', path: string, make: (deps: RouteDeps) => Handler<AppEnv>) => {
-    const appHandler = opts.engine ? make({ ...shared, engine: opts.engine }) : null;
+    const handler = make(deps);
     app.on(method, path, async (c, next) => {
       c.get('rec').route = path;
-      const own = (c.env as RequestBindings | undefined)?.engine;
-      const handler = own ? make({ ...shared, engine: own }) : appHandler;
-      if (!handler) throw new Error('no EngineClient: createApp was given none and the request brought none');
+      const engine = (c.env as RequestBindings | undefined)?.engine ?? opts.engine;
+      if (!engine) throw new Error('no EngineClient: createApp was given none and the request brought none');
+      c.set('engine', engine);
       return handler(c, next);
     });
     app.all(path, (c) => {

@@ -1,4 +1,6 @@
-// What route handlers get from createApp: the engine, limits, and helpers that need app config.
+// What route handlers get from createApp: limits and helpers that need app config, built once per app.
+// The engine is the request's (`c.var.engine`, set by app.ts's route wrapper): the app's own client, or
+// the one a request brought in fetch's env (Workers: a connection belongs to the request that opened it).
 
 import type { Context } from 'hono';
 import type { EngineClient, ModelInfo } from '../protocol/engine-client.js';
@@ -8,11 +10,10 @@ import type { RequestRecord } from './request-record.js';
 
 /** What a request may bring (Hono's env, fetch's second argument): its own engine. */
 export type RequestBindings = { engine?: EngineClient };
-export type AppEnv = { Variables: { rec: RequestRecord } };
+export type AppEnv = { Variables: { rec: RequestRecord; engine: EngineClient } };
 export type AppContext = Context<AppEnv>;
 
 export interface RouteDeps {
-  engine: EngineClient;
   maxBodyBytes: number;
   /** Wall clock, ms (for `created`). */
   now: () => number;
@@ -27,8 +28,8 @@ export interface ResolvedModel {
 }
 
 /** Asks the engine for its model; a request naming another model is a 404 (OpenAI's model_not_found). */
-export async function resolveModel(deps: RouteDeps, requested: string | null | undefined): Promise<ResolvedModel> {
-  const info = await deps.engine.model();
+export async function resolveModel(engine: EngineClient, deps: RouteDeps, requested: string | null | undefined): Promise<ResolvedModel> {
+  const info = await engine.model();
   const name = deps.servedModelName ?? info.id;
   deps.metrics.setModelName(name);
   // NOTE: `model` may be omitted (vLLM does the same); OpenAI's SDK always sends it.

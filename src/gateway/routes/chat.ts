@@ -19,7 +19,7 @@ export function chatHandler(deps: RouteDeps) {
     const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
     rec.mark('gw.body');
     const body = chatRequestSchema.parse(json);
-    const { info, name } = await resolveModel(deps, body.model);
+    const { info, name } = await resolveModel(c.var.engine, deps, body.model);
     const plan = streamPlan(body);
     const n = body.n ?? 1; // 1..MAX_N (the schema)
     if (body.top_logprobs != null && body.logprobs !== true) {
@@ -40,7 +40,7 @@ export function chatHandler(deps: RouteDeps) {
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
     rec.generation = true;
-    const group = await startRuns(deps.engine, [req], c.req.raw.signal);
+    const group = await startRuns(c.var.engine, [req], c.req.raw.signal);
     const progress = new Progress(group.runs, n, rec);
     const asIds = body.return_tokens_as_token_ids === true;
     if (plan.stream) {

@@ -39,7 +39,7 @@ export function completionsHandler(deps: RouteDeps) {
     const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
     rec.mark('gw.body');
     const body = completionRequestSchema.parse(json);
-    const { info, name } = await resolveModel(deps, body.model);
+    const { info, name } = await resolveModel(c.var.engine, deps, body.model);
     const plan = streamPlan(body);
     const n = body.n ?? 1; // 1..MAX_N (the schema)
     if (body.best_of != null && body.best_of !== n) throw badRequest('best_of must equal n when given', 'best_of');
@@ -55,7 +55,7 @@ export function completionsHandler(deps: RouteDeps) {
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
     rec.generation = true;
-    const group = await startRuns(deps.engine, reqs, c.req.raw.signal);
+    const group = await startRuns(c.var.engine, reqs, c.req.raw.signal);
     const progress = new Progress(group.runs, n, rec);
     const opts: Opts = { env, n, echo, logprobs: sampling.logprobs !== null, asIds: body.return_tokens_as_token_ids === true };
     if (plan.stream) {

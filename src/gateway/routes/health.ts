@@ -12,7 +12,7 @@ export function readyHandler(deps: RouteDeps, isDraining: () => boolean) {
   return async (c: AppContext) => {
     if (isDraining()) return c.json({ status: 'draining', ready: false }, 503);
     try {
-      const h = await deps.engine.health();
+      const h = await c.var.engine.health();
       if (h.ready) return c.json({ status: 'ready', ready: true });
       return c.json({ status: h.loading ? 'loading' : h.draining ? 'engine draining' : 'not ready', ready: false, message: h.message ?? null }, 503);
     } catch (err) {

@@ -10,9 +10,9 @@ import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
 export function tokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
     const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
-    await resolveModel(deps, body.model);
+    await resolveModel(c.var.engine, deps, body.model);
     const chat = 'messages' in body;
-    const { tokens, maxModelLen } = await deps.engine.tokenize({
+    const { tokens, maxModelLen } = await c.var.engine.tokenize({
       prompt: chat ? undefined : body.prompt,
       messages: chat ? body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join('') })) : undefined,
       addSpecialTokens: body.add_special_tokens ?? true,
@@ -25,11 +25,11 @@ export function tokenizeHandler(deps: RouteDeps) {
 export function detokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
     const body = detokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
-    const { info } = await resolveModel(deps, body.model);
+    const { info } = await resolveModel(c.var.engine, deps, body.model);
     const bad = body.tokens.find((t) => t >= info.vocabSize);
     if (bad !== undefined) {
       throw badRequest(`token id ${bad} is out of vocabulary (size ${info.vocabSize})`, 'tokens');
     }
-    return c.json(await deps.engine.detokenize(body.tokens));
+    return c.json(await c.var.engine.detokenize(body.tokens));
   };
 }
