@@ -1,10 +1,10 @@
 // The article's comparison on this machine: a naive baseline (one request at a time, no batching,
 // one contiguous KV buffer) against the engine (continuous batching, paged KV) at several
 // concurrency levels. Latencies are measured where a client would see them: at the step callback.
-import { ENGINE_LIMITS, type EngineOptions, type NativeEngine, type StepOutput } from '../../src/sidecar/engine/native-engine.js';
+import type { EngineOptions, NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
-import { native, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
+import { createNativeEngine, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
 import type { BenchRequest } from './workload.js';
 
 /** An engine for a benchmark: its step outputs go to whatever sink is set last; ids never repeat. */
@@ -24,7 +24,7 @@ export async function openBenchEngine(dir: string, load: LoadOptions, opts: Part
   const { kvBlockBytes, ...lo } = nativeLoadOptions(await readCheckpoint(dir), sized);
   let sink: (o: StepOutput[]) => void = () => {};
   // maxModelLen absent: the loaded model's (nativeLoadOptions' default), as the sidecar passes both the same.
-  const engine = await native().createEngine(lo, { maxModelLen: lo.maxModelLen!, ...ENGINE_LIMITS, ...opts }, (o) => sink(o));
+  const engine = await createNativeEngine(lo, { maxModelLen: lo.maxModelLen!, ...opts }, (o) => sink(o));
   let idBase = 1;
   return { engine, setSink: (f) => (sink = f), load: lo, kvBlockBytes, nextIds: (n) => ((idBase += n), idBase - n) };
 }

@@ -1,6 +1,6 @@
 // Typed access to the native addon (native/build/Release/ernie_native.node, built by `npm ci`).
 import { createRequire } from 'node:module';
-import type { EngineLimits, EngineOptions, NativeEngine, StepCallback } from './engine/native-engine.js';
+import { ENGINE_LIMITS, type EngineLimits, type EngineOptions, type NativeEngine, type StepCallback } from './engine/native-engine.js';
 import { packagePath } from './package-root.js';
 
 export interface NativeConfig {
@@ -135,6 +135,14 @@ export interface CudaProbe {
 }
 
 let cached: NativeAddon | undefined;
+
+/**
+ * Starts a native engine with the API's limits (ENGINE_LIMITS, which the binding requires: it has no
+ * values of its own), so callers pass only what they choose. The one place the limits are applied.
+ */
+export function createNativeEngine(load: NativeLoadOptions, engine: Omit<NativeEngineConfig, keyof EngineLimits>, onStep: StepCallback): Promise<NativeEngine> {
+  return native().createEngine(load, { ...ENGINE_LIMITS, ...engine }, onStep);
+}
 
 /** Loads the addon once. Throws with a clear message when it was not built. */
 export function native(): NativeAddon {

@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
-import { native } from '../../src/sidecar/native.js';
-import { ENGINE_LIMITS, type EngineOptions, type EngineRequest, type EngineStatsNative, type NativeEngine, type StepOutput } from '../../src/sidecar/engine/native-engine.js';
+import { createNativeEngine } from '../../src/sidecar/native.js';
+import type { EngineOptions, EngineRequest, EngineStatsNative, NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
 import { GOLDEN } from './helpers.js';
 
 export const TINY = path.join(GOLDEN, 'tiny');
@@ -32,7 +32,7 @@ export class TestEngine {
   static async create(engine: Partial<EngineOptions> = {}, load: LoadOptions = {}, dir = TINY): Promise<TestEngine> {
     const t = new TestEngine();
     const ck = await readCheckpoint(dir);
-    t.engine = await native().createEngine(nativeLoadOptions(ck, { kvBlocks: 64, threads: 2, ...load }), { maxModelLen: 1024, ...ENGINE_LIMITS, ...engine }, (outs) => t.onStep(outs));
+    t.engine = await createNativeEngine(nativeLoadOptions(ck, { kvBlocks: 64, threads: 2, ...load }), { maxModelLen: 1024, ...engine }, (outs) => t.onStep(outs));
     return t;
   }
 

@@ -7,9 +7,9 @@
 import { readCheckpoint, type Checkpoint } from '../model/checkpoint.js';
 import type { DeviceChoice } from '../model/device.js';
 import { resolveNativeDevice } from '../model/load.js';
-import { native } from '../native.js';
+import { createNativeEngine } from '../native.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
-import { ENGINE_LIMITS, type EngineOptions, type NativeEngine, type StepCallback } from './native-engine.js';
+import type { EngineOptions, NativeEngine, StepCallback } from './native-engine.js';
 import type { EnginePlan } from './plan.js';
 
 export interface EngineFactory {
@@ -28,5 +28,5 @@ export const nativeEngineFactory: EngineFactory = {
   readCheckpoint,
   resolveDevice: resolveNativeDevice,
   create: (checkpoint, plan, engine, _bundle, onStep) =>
-    native().createEngine({ config: checkpoint.config.native, tensors: checkpoint.tensors, ...plan.load }, { ...engine, ...ENGINE_LIMITS }, onStep),
+    createNativeEngine({ config: checkpoint.config.native, tensors: checkpoint.tensors, ...plan.load }, engine, onStep),
 };

@@ -84,7 +84,7 @@ export interface EngineOptions {
 
 /**
  * What the engine refuses up front (submit() returns the reason). The native engine has no values of
- * its own for these: every createEngine() caller passes ENGINE_LIMITS, the API's limits.
+ * its own for these: createNativeEngine (../native.ts) passes ENGINE_LIMITS, the API's limits.
  */
 export interface EngineLimits {
   maxN: number; // choices per request
