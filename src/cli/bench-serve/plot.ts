@@ -8,7 +8,9 @@ export interface Series {
   name: string;
   /** One per x; null: no value there (a gap). */
   y: (number | null)[];
-  dashed?: boolean;
+  /** Default: solid, coloured by the series' rank in its panel. */
+  dash?: 'dashed' | 'dotted';
+  color?: string;
 }
 export interface Panel {
   title: string;
@@ -26,7 +28,8 @@ export interface Chart {
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const num = (v: number) => (Math.abs(v) >= 1000 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toPrecision(3));
+const num = (v: number) => (Math.abs(v) >= 1000 ? v.toFixed(0) : String(Number(v.toPrecision(3))));
+const DASH = { dashed: ' stroke-dasharray="7,4"', dotted: ' stroke-dasharray="2,3"' };
 
 /** Round-number ticks covering [lo, hi]. */
 function ticks(lo: number, hi: number, log: boolean): number[] {
@@ -78,7 +81,8 @@ export function renderChart(c: Chart): string {
     out.push(`<text transform="translate(${M.l - 58},${top + PH / 2}) rotate(-90)" text-anchor="middle">${esc(p.yLabel)}${log ? ' (log)' : ''}</text>`);
     c.x.forEach((x, i) => out.push(`<text x="${xAt(i).toFixed(1)}" y="${top + PH + 16}" text-anchor="middle" fill="#444">${esc(String(x))}</text>`));
     p.series.forEach((s, j) => {
-      const color = COLORS[j % COLORS.length]!;
+      const color = s.color ?? COLORS[j % COLORS.length]!;
+      const dash = s.dash ? DASH[s.dash] : '';
       const pts = s.y.map((v, i) => (v === null || !Number.isFinite(v) || (log && v <= 0) ? null : ([xAt(i), yAt(v), v] as const)));
       let d = '';
       let pen = false;
@@ -91,12 +95,12 @@ export function renderChart(c: Chart): string {
         pen = true;
       }
       out.push(`<g class="series" data-series="${esc(s.name)}">`);
-      if (d) out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6,4"' : ''}/>`);
+      if (d) out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"${dash}/>`);
       pts.forEach((pt, i) => {
         if (pt) out.push(`<circle class="point" cx="${pt[0].toFixed(1)}" cy="${pt[1].toFixed(1)}" r="3.5" fill="${color}" data-series="${esc(s.name)}" data-x="${esc(String(c.x[i]))}" data-y="${pt[2]}"><title>${esc(`${s.name} @ ${c.x[i]}: ${num(pt[2])}`)}</title></circle>`);
       });
       const ly = top + 14 + j * 18;
-      out.push(`<line x1="${M.l + pw + 14}" x2="${M.l + pw + 38}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6,4"' : ''}/>`);
+      out.push(`<line x1="${M.l + pw + 14}" x2="${M.l + pw + 38}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`);
       out.push(`<text x="${M.l + pw + 44}" y="${ly}" dominant-baseline="middle">${esc(s.name)}</text>`);
       out.push('</g>');
     });

@@ -84,7 +84,7 @@ export function chartOf(r: BenchResult): Chart {
         yLabel: 'tokens/s',
         series: [
           { name: 'output tok/s', y: r.levels.map((m) => m.outputThroughput) },
-          { name: 'total tok/s', y: r.levels.map((m) => m.totalTokenThroughput), dashed: true },
+          { name: 'total tok/s', y: r.levels.map((m) => m.totalTokenThroughput), dash: 'dashed' },
         ],
       },
       {
@@ -93,7 +93,7 @@ export function chartOf(r: BenchResult): Chart {
         logY: true,
         series: [
           { name: 'TTFT p50', y: p50('ttftMs') },
-          { name: 'TTFT p99', y: p50('ttftMs', 'p99'), dashed: true },
+          { name: 'TTFT p99', y: p50('ttftMs', 'p99'), dash: 'dashed' },
           { name: 'ITL p50', y: p50('itlMs') },
           { name: 'E2EL p50', y: p50('e2elMs') },
         ],
