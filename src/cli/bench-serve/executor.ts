@@ -48,6 +48,8 @@ export function inlineExecutor(cfg: RequestConfig, sockets: number): Executor {
   };
 }
 
+const clientError = (e: Error): RequestResult => ({ ok: false, status: 'client-error', error: e.message, promptTokens: null, outputTokens: 0, usageReported: false, ttftMs: null, itlMs: [], e2eMs: 0 });
+
 /** The worker's module, started through tsx's loader when this file runs from the TypeScript sources. */
 function startWorker(data: WorkerData): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
@@ -67,20 +69,32 @@ export async function workerExecutor(cfg: RequestConfig, sockets: number, thread
   const share = Number.isFinite(sockets) ? Math.ceil(sockets / threads) : Infinity;
   const workers = Array.from({ length: threads }, () => startWorker({ cfg, sockets: share }));
   const inFlight = new Array<number>(threads).fill(0);
-  const pending = new Map<number, (r: RequestResult) => void>();
+  const pending = new Map<number, { k: number; resolve: (r: RequestResult) => void }>();
   const eluWaiters: ((v: number) => void)[][] = workers.map(() => []);
   let nextId = 0;
   let failure: Error | null = null;
+  let closing = false; // terminate() makes every worker exit: not a failure
   const mainElu = eluTracker();
   workers.forEach((w, k) => {
     w.on('message', (m: WorkerReply) => {
       if (m.t === 'res') {
         inFlight[k]!--;
-        pending.get(m.id)?.(m.r);
+        pending.get(m.id)?.resolve(m.r);
         pending.delete(m.id);
       } else if (m.t === 'elu') eluWaiters[k]!.shift()?.(m.v);
     });
-    w.on('error', (e) => (failure = e));
+    // A worker that dies fails its requests (status 'client-error') instead of leaving them pending.
+    const lost = (e: Error) => {
+      failure ??= e;
+      for (const [id, p] of pending) {
+        if (p.k !== k) continue;
+        pending.delete(id);
+        p.resolve(clientError(e));
+      }
+      for (const waiter of eluWaiters[k]!.splice(0)) waiter(NaN);
+    };
+    w.on('error', lost);
+    w.on('exit', (code) => closing || lost(new Error(`client worker ${k} exited (${code})`)));
   });
   await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
     w.once('message', (m: WorkerReply) => (m.t === 'ready' ? resolve() : reject(new Error(`worker said ${m.t} before ready`))));
@@ -90,13 +104,13 @@ export async function workerExecutor(cfg: RequestConfig, sockets: number, thread
   return {
     threads,
     send(p) {
-      if (failure) return Promise.reject(failure);
+      if (failure) return Promise.resolve(clientError(failure));
       let k = 0;
       for (let j = 1; j < threads; j++) if (inFlight[j]! < inFlight[k]!) k = j;
       inFlight[k]!++;
       const id = nextId++;
       return new Promise<RequestResult>((resolve) => {
-        pending.set(id, resolve);
+        pending.set(id, { k, resolve });
         post(k, { t: 'req', id, p });
       });
     },
@@ -108,6 +122,7 @@ export async function workerExecutor(cfg: RequestConfig, sockets: number, thread
       return [mainElu(), ...theirs];
     },
     async close() {
+      closing = true;
       await Promise.all(workers.map((w) => w.terminate()));
     },
   };
