@@ -23,9 +23,9 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-function benchCli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+function benchCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'bench', 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'bench', 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -76,5 +76,33 @@ describe('bench serve against ernie-edge serve', () => {
     const down = await benchCli(['--base-url', 'http://127.0.0.1:9', '--num-prompts', '1']);
     expect(down.code).toBe(1);
     expect(down.err).toMatch(/v1\/models/);
+  });
+
+  it("counts the server's 429s when its queue is full, and sends the API key from OPENAI_API_KEY", async () => {
+    // One sequence at a time and one waiting: of 6 requests sent at once (40 tokens, 10 ms a step,
+    // so the first holds the engine far longer than the burst takes), the third and later get 429.
+    const busy = new CliProcess(['serve', '--port', '0', '--max-num-seqs', '1', '--max-num-queued-reqs', '1', '--api-key', 'sekret'], fakeEnv(tempDir('ernie-bench-busy-'), 10), FAKE_BIN);
+    try {
+      const url = await busy.baseURL();
+      await pollStatus(`${url}/ready`, 200);
+      const dir = tempDir('bench-serve-429-');
+      const args = ['--base-url', url, '--random-input-len', '8', '--random-output-len', '40', '--random-vocab-size', '3000', '--ignore-eos', '--num-prompts', '6', '--max-concurrency', '6', '--num-warmups', '0', '--save-result', '--result-dir', dir, '--result-filename', 'busy.json'];
+      const run = await benchCli(args, { OPENAI_API_KEY: 'sekret' });
+      expect(run.code, run.err + run.out).toBe(0);
+      const m = (await readResult(dir, 'busy')).json.levels[0]!;
+      expect(m.completed + m.failed).toBe(6);
+      expect(m.errors['429']).toBeGreaterThanOrEqual(1);
+      expect(Object.keys(m.errors)).toEqual(['429']);
+      expect(m.completed).toBeGreaterThanOrEqual(1);
+      expect(m.totalOutputTokens).toBe(40 * m.completed);
+      expect(run.out).toMatch(/Failed requests:\s+\d+ \(429: \d+\)/);
+      // A wrong key: the model lookup itself is refused.
+      const denied = await benchCli(args, { OPENAI_API_KEY: 'wrong' });
+      expect(denied.code).toBe(1);
+      expect(denied.err).toMatch(/401/);
+    } finally {
+      busy.kill('SIGKILL');
+      await busy.exited;
+    }
   });
 });
