@@ -23,7 +23,7 @@ if [ "$cpu" = 0 ]; then
   echo "build: $(( $(date +%s) - t0 )) s"; tail -2 "$out/build.log"
 fi
 t0=$(date +%s)
-timeout "${SERVE_GPU_TIMEOUT:-420}" node --import tsx bench/serve-gpu.ts "$out" "$@" > "$out/serve-gpu.log" 2>&1
+timeout "${SERVE_GPU_TIMEOUT:-360}" node --import tsx bench/serve-gpu.ts "$out" "$@" > "$out/serve-gpu.log" 2>&1
 rc=$?
 echo "serve-gpu exit $rc after $(( $(date +%s) - t0 )) s"
 # The servers' JSON log lines stay in the file; the summary is the rest.

@@ -24,6 +24,28 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(0)} s`;
   const results: Record<string, PrecisionResult> = {};
+  const write = async () => {
+    const out = {
+      date: new Date().toISOString(),
+      command: `bash bench/serve-gpu.sh OUT ${process.argv.slice(3).join(' ')}`.trim(),
+      device: o.device,
+      host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '' },
+      workload: {
+        note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy, logprobs 1 (so every token is a chunk); each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
+        benchServeFlags: workloadFlags(o).join(' '),
+        serverFlags: Object.fromEntries(o.precisions.map((p) => [p, serverFlags(o, p).join(' ')])),
+        levels: o.levels,
+        prompts: o.prompts,
+      },
+      /** Precisions not yet run are absent (the file is rewritten after each, so a cut run keeps what it did). */
+      precisions: results,
+      targets: { httpOverEngineStreamAt256And512: 0.9, ttftP50OverEngineMsAtC1: 2, itlP50OverEngineAt256: 1.1 },
+      meets: targetsMet(results),
+    };
+    await writeFile(path.join(o.outDir, 'serve-gpu.json'), JSON.stringify(out, null, 2) + '\n');
+    await writeFile(path.join(o.outDir, 'serve-gpu.svg'), renderChart(chartOf(out.date, o.device, o.levels, results)));
+    return out;
+  };
   for (const precision of o.precisions) {
     const engine = await engineSide(dir, o, precision, work);
     console.log(`[${precision}] engine done (${elapsed()})`);
@@ -59,28 +81,12 @@ async function main(): Promise<void> {
       console.log(
         `  c=${String(l.concurrency).padEnd(4)} engine ${f(l.engine.outputTokS, 0).padStart(8)} tok/s TTFT p50 ${f(l.engine.ttftP50Ms)} ms ITL p50 ${f(l.engine.itlP50Ms, 2)} ms | ` +
           `HTTP stream ${f(l.http.stream.outputTokS, 0).padStart(8)} (${(100 * l.httpOverEngine.stream).toFixed(1)}%) TTFT p50 ${f(l.http.stream.ttftP50Ms)} ms ITL p50 ${f(l.http.stream.itlP50Ms, 2)} ms | ` +
-          `whole ${f(l.http.noStream.outputTokS, 0).padStart(8)} (${(100 * l.httpOverEngine.noStream).toFixed(1)}%) | client ${l.http.stream.clientThreads} thr ${f(l.http.stream.clientCpuCores, 2)} cores${l.http.stream.clientSaturated ? ' SATURATED' : ''}`,
+          `whole ${f(l.http.noStream.outputTokS, 0).padStart(8)} (${(100 * l.httpOverEngine.noStream).toFixed(1)}%) | client ${l.http.stream.clientThreads} thr ${f(l.http.stream.clientCpuCores, 2)} cores ${f(l.http.stream.clientCpuUsPerToken, 2)} µs/tok${l.http.stream.clientSaturated ? ' SATURATED' : ''}`,
       );
     }
+    await write();
   }
-  const out = {
-    date: new Date().toISOString(),
-    command: `bash bench/serve-gpu.sh OUT ${process.argv.slice(3).join(' ')}`.trim(),
-    device: o.device,
-    host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '' },
-    workload: {
-      note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy, logprobs 1 (so every token is a chunk); each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
-      benchServeFlags: workloadFlags(o).join(' '),
-      serverFlags: Object.fromEntries(o.precisions.map((p) => [p, serverFlags(o, p).join(' ')])),
-      levels: o.levels,
-      prompts: o.prompts,
-    },
-    precisions: results,
-    targets: { httpOverEngineStreamAt256And512: 0.9, ttftP50OverEngineMsAtC1: 2, itlP50OverEngineAt256: 1.1 },
-    meets: targetsMet(results),
-  };
-  await writeFile(path.join(o.outDir, 'serve-gpu.json'), JSON.stringify(out, null, 2) + '\n');
-  await writeFile(path.join(o.outDir, 'serve-gpu.svg'), renderChart(chartOf(out.date, o.device, o.levels, results)));
+  const out = await write();
   console.log(`wrote ${path.join(o.outDir, 'serve-gpu.json')} and serve-gpu.svg (${elapsed()}); targets met: ${JSON.stringify(out.meets)}`);
 }
 

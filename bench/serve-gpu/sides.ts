@@ -68,7 +68,7 @@ export async function engineSide(dir: string, o: ServeGpuOptions, precision: 'bf
   }
 }
 
-export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: number; clientThreads: number; clientSaturated: boolean; failed: number } => ({
+export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: number; clientCpuUsPerToken: number | null; clientThreads: number; clientSaturated: boolean; failed: number } => ({
   outputTokS: m.outputThroughput,
   requests: m.completed,
   outputTokens: m.totalOutputTokens,
@@ -78,6 +78,7 @@ export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: nu
   itlP99Ms: m.itlMs?.p99 ?? null,
   failed: m.failed,
   clientCpuCores: m.client.cpuCores,
+  clientCpuUsPerToken: m.client.cpuUsPerOutputToken,
   clientThreads: m.client.threads,
   clientSaturated: m.client.saturated,
 });

@@ -3,7 +3,7 @@
 import type { Chart, Series } from '../../src/cli/bench-serve/plot.js';
 import type { SideFigures } from './sides.js';
 
-type HttpFigures = SideFigures & { clientCpuCores: number; clientThreads: number; clientSaturated: boolean; failed: number };
+type HttpFigures = SideFigures & { clientCpuCores: number; clientCpuUsPerToken: number | null; clientThreads: number; clientSaturated: boolean; failed: number };
 
 export interface LevelResult {
   concurrency: number;

@@ -7,7 +7,7 @@ import { chartOf, targetsMet, type LevelResult } from '../../bench/serve-gpu/sum
 import { svgPoints } from '../cli/bench-serve/helpers.js';
 
 const side = (tokS: number, ttft: number, itl: number) => ({ outputTokS: tokS, requests: 1, outputTokens: 1, ttftP50Ms: ttft, ttftP99Ms: ttft, itlP50Ms: itl, itlP99Ms: itl });
-const http = (tokS: number, ttft: number, itl: number) => ({ ...side(tokS, ttft, itl), clientCpuCores: 0.1, clientThreads: 1, clientSaturated: false, failed: 0 });
+const http = (tokS: number, ttft: number, itl: number) => ({ ...side(tokS, ttft, itl), clientCpuCores: 0.1, clientCpuUsPerToken: 2, clientThreads: 1, clientSaturated: false, failed: 0 });
 function level(c: number, e: number, h: number, ttft: [number, number], itl: [number, number]): LevelResult {
   return { concurrency: c, requests: 3 * c, engine: side(e, ttft[0], itl[0]), http: { stream: http(h, ttft[1], itl[1]), noStream: http(h, ttft[1], itl[1]) }, httpOverEngine: { stream: h / e, noStream: h / e }, ttftP50OverEngineMs: ttft[1] - ttft[0], itlP50OverEngine: itl[1] / itl[0] };
 }

@@ -13,6 +13,8 @@ export interface ClientLoad {
   cpuS: number;
   /** cpuS / wall seconds: cores the client kept busy. */
   cpuCores: number;
+  /** Client CPU per output token received, in µs: times a target tok/s, the cores a client needs. */
+  cpuUsPerOutputToken: number | null;
   /** Event-loop utilisation per client thread, main thread first. */
   threadUtilisation: number[];
   /** A client thread was busy ≥ 90% of the level: the client may have limited the figures. */
@@ -96,6 +98,7 @@ export function levelMetrics(run: LevelRun, slos: Slos, maxConcurrency: number |
       threads: run.threads,
       cpuS: run.cpuS,
       cpuCores: run.cpuS / s,
+      cpuUsPerOutputToken: outputTokens > 0 ? (run.cpuS * 1e6) / outputTokens : null,
       threadUtilisation: utilisation,
       saturated: utilisation.some((u) => u >= 0.9),
     },

@@ -54,7 +54,7 @@ export function levelText(m: LevelMetrics): string {
     ...distLines('TPOT', m.tpotMs),
     ...distLines('ITL', m.itlMs),
     ...distLines('E2EL', m.e2elMs),
-    line('Client:', `${c.threads} thread${c.threads > 1 ? 's' : ''}, ${f2(c.cpuCores)} cores of CPU, busiest thread ${(100 * Math.max(...c.threadUtilisation)).toFixed(0)}%`),
+    line('Client:', `${c.threads} thread${c.threads > 1 ? 's' : ''}, ${f2(c.cpuCores)} cores of CPU${c.cpuUsPerOutputToken !== null ? ` (${f2(c.cpuUsPerOutputToken)} µs per output token)` : ''}, busiest thread ${(100 * Math.max(...c.threadUtilisation)).toFixed(0)}%`),
     ...(c.saturated ? ['WARNING: a client thread was busy ≥ 90% of the run; the client may have limited these figures: raise --num-workers'] : []),
   ].join('\n');
 }

@@ -83,6 +83,7 @@ describe('bench serve against a foreign OpenAI-compatible server', () => {
       expect(m.outputThroughput).toBeCloseTo(m.totalOutputTokens / m.durationS, 6);
       expect(m.client.threads).toBe(1);
       expect(m.client.cpuS).toBeGreaterThan(0);
+      expect(m.client.cpuUsPerOutputToken).toBeCloseTo((m.client.cpuS * 1e6) / m.totalOutputTokens, 6);
     }
     expect(run.out).toContain('Serving Benchmark Result');
     expect(run.out).toMatch(/Failed requests:\s+\d+ \((429|500): \d+/);
