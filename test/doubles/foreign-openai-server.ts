@@ -36,7 +36,9 @@ export type ForeignBody = {
 
 const promptSize = (b: ForeignBody): number => (Array.isArray(b.prompt) ? b.prompt.length : typeof b.prompt === 'string' ? b.prompt.length : (b.messages ?? []).reduce((a, m) => a + m.content.length, 0));
 
-export async function startForeignServer(opts: { model?: string; failWith?: (b: ForeignBody) => number | null; tokensPerBurst?: number } = {}): Promise<ForeignServer> {
+export async function startForeignServer(
+  opts: { model?: string; failWith?: (b: ForeignBody) => number | null; tokensPerBurst?: number; /** Never send usage (servers without stream_options). */ noUsage?: boolean } = {},
+): Promise<ForeignServer> {
   const model = opts.model ?? 'foreign-model';
   const ledger: Ledger = { byStatus: {}, completionTokens: 0, promptTokens: 0, bodies: [] };
   const count = (s: number) => (ledger.byStatus[s] = (ledger.byStatus[s] ?? 0) + 1);
@@ -73,7 +75,7 @@ export async function startForeignServer(opts: { model?: string; failWith?: (b: 
       const piece = (i: number) => (chat ? { index: 0, delta: { content: `t${i} ` }, finish_reason: finish(i) } : { index: 0, text: `t${i} `, finish_reason: finish(i) });
       if (!b.stream) {
         const choice = chat ? { index: 0, message: { role: 'assistant', content: 'x'.repeat(n) }, finish_reason: 'length' } : { index: 0, text: 'x'.repeat(n), finish_reason: 'length' };
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', object: chat ? 'chat.completion' : 'text_completion', model, choices: [choice], usage }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', object: chat ? 'chat.completion' : 'text_completion', model, choices: [choice], ...(opts.noUsage ? {} : { usage }) }));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -87,7 +89,7 @@ export async function startForeignServer(opts: { model?: string; failWith?: (b: 
           setImmediate(step);
           return;
         }
-        if (b.stream_options?.include_usage) send({ id: 'x', model, choices: [], usage });
+        if (b.stream_options?.include_usage && !opts.noUsage) send({ id: 'x', model, choices: [], usage });
         res.end('data: [DONE]\n\n');
       };
       step();

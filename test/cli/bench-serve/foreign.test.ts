@@ -2,6 +2,8 @@
 // report agrees with the server's own ledger (requests, errors by status, output tokens as reported in
 // usage), with worker threads as without, on both endpoints, streamed and not; the SVG is XML with a
 // point per level.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startForeignServer, type ForeignBody, type ForeignServer } from '../../doubles/foreign-openai-server.js';
 import { removeTempDirs, tempDir } from '../process-helpers.js';
@@ -136,5 +138,35 @@ describe('bench serve against a foreign OpenAI-compatible server', () => {
     const starts = json.levels[0]!.requests!.map((r) => r.startMs);
     starts.forEach((s, i) => expect(s).toBeGreaterThanOrEqual(planned[i]!));
     expect(json.requestRate).toBe(200);
+  });
+
+  it('streams chat on a ShareGPT file (first turns as user messages), and counts chunks where a server reports no usage', async () => {
+    const dir = tempDir('sharegpt-');
+    const file = path.join(dir, 'sg.json');
+    const conv = (q: string, a: string) => ({ conversations: [{ from: 'human', value: q }, { from: 'gpt', value: a }, { from: 'human', value: 'and then?' }] });
+    await writeFile(file, JSON.stringify([conv('What is a paged KV cache, in short?', 'Blocks of keys and values, allocated on demand.'), conv('请解释一下连续批处理。', '每一步都可以加入新的请求，不必等待整批结束。')]));
+    const { json, delta } = await measured(['--endpoint', '/v1/chat/completions', '--dataset-name', 'sharegpt', '--dataset-path', file, '--num-prompts', '6', '--max-concurrency', '2'], 'sharegpt');
+    const m = json.levels[0]!;
+    expect(m.completed + m.failed).toBe(6);
+    expect(m.completed).toBe(delta.ok);
+    expect(m.totalOutputTokens).toBe(delta.completionTokens);
+    expect(new Set(delta.bodies.map((b) => (b.messages as { content: string }[])[0]!.content))).toEqual(new Set(['What is a paged KV cache, in short?', '请解释一下连续批处理。']));
+    expect(m.ttftMs!.p50).toBeGreaterThan(0);
+    expect(json.dataset).toMatchObject({ name: 'sharegpt', path: file });
+
+    // A server that reports no usage: its token chunks are counted, and the role-only chunk before
+    // them is not one (the count equals what it generated exactly).
+    const bare = await startForeignServer({ noUsage: true });
+    try {
+      const run = await benchServe(['--base-url', bare.base, '--endpoint', '/v1/chat/completions', '--dataset-name', 'sharegpt', '--dataset-path', file, '--num-prompts', '4', '--num-warmups', '0', '--save-result', '--result-dir', dir, '--result-filename', 'bare.json']);
+      expect(run.code, run.err).toBe(0);
+      const b = (await readResult(dir, 'bare')).json.levels[0]!;
+      expect(b.completed).toBe(4);
+      expect(b.usageReported).toBe(0);
+      expect(b.totalOutputTokens).toBe(bare.ledger.completionTokens);
+      expect(run.out).toContain('4 requests without usage: chunks counted');
+    } finally {
+      await bare.close();
+    }
   });
 });
