@@ -76,7 +76,7 @@ export const BENCH_SERVE_FLAGS: readonly ParsableFlag[] = [
   { name: 'logprobs', kind: 'int', arg: 'K', help: 'ask for logprobs of K alternatives per token; then every token is its own chunk even where it decodes to no text' },
   { name: 'goodput', kind: 'string', arg: 'KEY:MS …', repeatable: true, help: 'SLOs for goodput (requests/s meeting all of them): ttft, tpot, e2el in ms, e.g. --goodput ttft:200 tpot:10, as vLLM' },
   { name: 'num-warmups', kind: 'int', arg: 'N', help: 'requests sent and discarded before each run (default 1, as vLLM checks the server with one test request)' },
-  { name: 'num-workers', kind: 'int', arg: 'N', help: "worker threads the requests are spread over (default: 1 up to 128 in flight, one more per 128, at most half the cores); 1 = the main thread alone" },
+  { name: 'num-workers', kind: 'int', arg: 'N', help: "worker threads the requests are spread over (default: 1 up to 64 in flight, one more per 64, at most half the cores, so each thread keeps headroom); 1 = the main thread alone" },
   { name: 'save-result', kind: 'bool', help: 'write the results as JSON and the plot as SVG into --result-dir' },
   { name: 'save-detailed', kind: 'bool', help: 'with --save-result: every request (start, TTFT, ITLs, latency, tokens, status) in the JSON' },
   { name: 'result-dir', kind: 'string', arg: 'DIR', help: 'where --save-result writes (default: the current directory)' },

@@ -19,9 +19,9 @@ export interface Executor {
 }
 
 /** Streams one client thread carries before another is worth its start-up and messages. */
-export const STREAMS_PER_WORKER = 128;
+export const STREAMS_PER_WORKER = 64;
 
-/** Default --num-workers for `concurrency` in flight: 1 up to 128, one more per 128, at most half the cores. */
+/** Default --num-workers for `concurrency` in flight: 1 up to 64, one more per 64, at most half the cores (the rest are the server's when it shares the host). */
 export function autoWorkers(concurrency: number): number {
   const cap = Math.max(1, Math.floor(os.availableParallelism() / 2));
   return Math.min(cap, Math.max(1, Math.ceil(concurrency / STREAMS_PER_WORKER)));

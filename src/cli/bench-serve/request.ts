@@ -144,13 +144,13 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
       res.on('data', (d: string) => {
         const at = performance.now();
         buf += d;
-        let nl;
         let gotToken = false;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trimEnd();
-          buf = buf.slice(nl + 1);
-          if (!line.startsWith('data:')) continue;
-          const payload = line.slice(5).trimStart();
+        // A cursor over the buffer, cut once at the end: slicing the rest off after every line
+        // would copy the buffer once per chunk, quadratic in the chunks one arrival holds.
+        let from = 0;
+        for (let nl = buf.indexOf('\n'); nl >= 0; from = nl + 1, nl = buf.indexOf('\n', from)) {
+          if (!buf.startsWith('data:', from)) continue;
+          const payload = buf.slice(from + 5, nl).trim();
           if (payload === '[DONE]') {
             finished = true;
             continue;
@@ -174,6 +174,7 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
             gotToken = true;
           }
         }
+        buf = from > 0 ? buf.slice(from) : buf;
         // One arrival of bytes is one token event for the timings, however many chunks it held.
         if (gotToken) {
           if (Number.isNaN(firstAt)) firstAt = at;

@@ -70,3 +70,15 @@ describe('bench serve in README.md', () => {
     for (const f of BENCH_SERVE_FLAGS) expect(f.help, `--${f.name}`).not.toMatch(/tok\/s|\d\s*(ms|µs)\b/);
   });
 });
+
+describe('bench serve default workers', () => {
+  it('uses the main thread up to 64 streams, one more thread per 64, at most half the cores', async () => {
+    const os = await import('node:os');
+    const { autoWorkers } = await import('../../../src/cli/bench-serve/executor.js');
+    const cap = Math.max(1, Math.floor(os.availableParallelism() / 2));
+    expect(autoWorkers(1)).toBe(1);
+    expect(autoWorkers(64)).toBe(1);
+    expect(autoWorkers(65)).toBe(Math.min(cap, 2));
+    expect(autoWorkers(512)).toBe(Math.min(cap, 8));
+  });
+});
