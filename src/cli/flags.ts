@@ -79,6 +79,7 @@ export function helpText(version: string): string {
     '  ernie-edge serve --role sidecar --model DIR --engine unix:/run/ernie/engine.sock',
     '  ernie-edge serve --role gateway --engine unix:/run/ernie/engine.sock --port 8000',
     '  ernie-edge monitor --url http://127.0.0.1:8000 [--once] [--max-waiting N] [--max-latency S]   (monitor --help)',
+    '  ernie-edge bench serve --base-url http://127.0.0.1:8000 [--max-concurrency 1,64,256] [--save-result]   (bench serve --help)',
     '',
     'Flags (underscores work too: --max_model_len):',
     ...rows,
