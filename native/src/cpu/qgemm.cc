@@ -1,0 +1,79 @@
+#include "cpu/qgemm.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ee::cpu {
+namespace avx512 {
+extern const Int8Kernels kInt8Kernels;
+}
+namespace avxvnni {
+extern const Int8Kernels kInt8Kernels;
+}
+namespace avx2 {
+extern const Int8Kernels kInt8Kernels;
+}
+namespace amx {
+extern const Int8Kernels kInt8Kernels;
+}
+
+void quantize_rows(const bf16_t* src, int n, int k, int8_t* q, float* scale, int32_t* wsum, int row_begin,
+                   int row_end) {
+  const int kp = pad_k8(k);
+  for (int r = row_begin; r < row_end; ++r) {
+    const bf16_t* s = src + size_t(r) * k;
+    float amax = 0;
+    for (int c = 0; c < k; ++c) amax = std::max(amax, std::fabs(bf16_to_f32(s[c])));
+    const float inv = act_scale_inv(amax);  // the same rule as the activations': 127 / max |w|
+    scale[r] = amax / 127.0f;
+    int32_t sum = 0;
+    for (int c = 0; c < kp; ++c) {
+      const int v = c < k ? std::clamp(int(std::lrintf(bf16_to_f32(s[c]) * inv)), -127, 127) : 0;
+      q[packed_index8(n, k, r, c)] = int8_t(v);
+      sum += v;
+    }
+    wsum[r] = sum;
+  }
+}
+
+namespace {
+constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature's state
+constexpr long kXfeatureXtiledata = 18;     // the AMX tile data (8 x 1 KiB)
+}  // namespace
+
+bool amx_usable() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    unsigned a, b, c, d;
+    // CPUID.(EAX=7, ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE, bit 25 AMX-INT8.
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    const bool cpu = (d >> 22 & 1) && (d >> 24 & 1) && (d >> 25 & 1) && __builtin_cpu_supports("avx512bf16") &&
+                     __builtin_cpu_supports("avx512vnni");
+    // Linux hands out the 8 KiB tile state only on request (once per process, for all its threads).
+    return cpu && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return ok;
+}
+
+const Int8Kernels* select_int8_kernels(const std::string& force) {
+  __builtin_cpu_init();
+  const bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool vnni = has2 && __builtin_cpu_supports("avxvnni");
+  if (force == "amx") return amx_usable() ? &amx::kInt8Kernels : nullptr;
+  if (force == "avx512") return has512 ? &avx512::kInt8Kernels : nullptr;
+  if (force == "avxvnni") return vnni ? &avxvnni::kInt8Kernels : nullptr;
+  if (force == "avx2") return has2 ? &avx2::kInt8Kernels : nullptr;
+  if (!force.empty()) return nullptr;  // a name this build does not know
+  if (amx_usable()) return &amx::kInt8Kernels;
+  if (has512) return &avx512::kInt8Kernels;
+  if (vnni) return &avxvnni::kInt8Kernels;
+  if (has2) return &avx2::kInt8Kernels;
+  return nullptr;
+}
+
+}  // namespace ee::cpu
