@@ -61,6 +61,7 @@ for (const threads of threadsList)
       await engine.close();
     }
     rows.push(row);
+    await writeFile(out, JSON.stringify({ host, cpu, quick, date: new Date().toISOString(), rows }, null, 1) + '\n'); // a partial file if cut short
     console.log(
       `${p.name.padEnd(24)} t=${threads} ${row.kernels}\n  decode ${single.decodeTokS.toFixed(1)} tok/s (ceiling ${single.ceilingTokS.toFixed(0)}), prefill 512 ${single.prefillTokS.toFixed(0)} tok/s, peak ${(peakOpsPerS / 1e12).toFixed(2)} Tops/s` +
         (row.wave64 ? `, 64-stream wave ${row.wave64.outputTokS.toFixed(1)} tok/s (TTFT p50 ${(row.wave64.ttftMs.p50 / 1000).toFixed(1)} s)` : ''),
