@@ -5,7 +5,13 @@
 // and bit-identical whatever the task split or batch composition. Shapes include every tail
 // (N % 32 plain rows, K padded to 64, odd M, M past the kernels' row blocks).
 import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { native, type Int8Isa } from '../../src/sidecar/native.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 const addon = native();
 const cpu = addon.cpuInfo();
@@ -47,3 +53,17 @@ it('refuses an int8 ISA it does not know and a bad shape', () => {
   expect(() => addon.qgemmCheck({ isa: 'sse9' as 'avx2', m: 1, n: 1, k: 1, precise: true, seed: 1 })).toThrow(/not supported/);
   expect(() => addon.qgemmCheck({ isa: isas[0]!, m: 0, n: 1, k: 1, precise: true, seed: 1 })).toThrow(/bad shape/);
 });
+
+// AMX's tile logic (layouts, row groups, tails, the two planes) on a software model of the tile
+// unit, so a CPU without AMX checks it too: native/tools/amx-emu-check.sh builds amx.cc onto
+// native/tools/amx_emulate.h against the addon's own kernel objects.
+const objects = path.join(root, 'native/build/Release/obj.target/ernie_native/src/cpu/kernels.o');
+const canEmulate = cpu.avx512bf16 && cpu.avx512vnni && existsSync(objects) && spawnSync('g++', ['--version']).status === 0;
+if (!canEmulate) console.log('[qgemm] AMX emulation check skipped: needs AVX512-BF16/VNNI, g++ and a built addon');
+it.runIf(canEmulate)('AMX kernels on the software tile model: bf16 within 2e-6, int8 bit-identical to AVX512-VNNI', () => {
+  const r = spawnSync('bash', [path.join(root, 'native/tools/amx-emu-check.sh')], { encoding: 'utf8' });
+  console.log(r.stdout.split('\n').slice(-3).join('\n'));
+  expect(r.stderr).toBe('');
+  expect(r.stdout).toContain('all passed');
+  expect(r.status).toBe(0);
+}, 120_000);

@@ -11,6 +11,9 @@
 #include "cpu/kernels.h"
 #include "cpu/qgemm.h"
 
+#ifdef EE_AMX_EMULATE  // tools/amx-emu-check.sh: the same kernels on a software tile model
+#include "../../tools/amx_emulate.h"
+#else
 #define EE_TILE_CONFIG(c) _tile_loadconfig(c)
 #define EE_TILE_RELEASE() _tile_release()
 #define EE_TILE_ZERO(t) _tile_zero(t)
@@ -18,6 +21,7 @@
 #define EE_TILE_STORE(t, p, s) _tile_stored(t, p, s)
 #define EE_TILE_DP_BF16(c, a, b) _tile_dpbf16ps(c, a, b)
 #define EE_TILE_DP_S8(c, a, b) _tile_dpbssd(c, a, b)
+#endif
 
 namespace ee::cpu {
 namespace avx512 {
@@ -96,34 +100,34 @@ void gemm_int8(const Act& a, const QMatrix& w, int N, int n0, int n1, float* y, 
 template <bool INT8>
 double peak(long iters) {
   const TileConfig c = tile_config(16, 16);
-  _tile_loadconfig(&c);
+  EE_TILE_CONFIG(&c);
   alignas(64) static const uint8_t ones[16 * 64] = {};
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(5, ones, 64);
-  _tile_loadd(6, ones, 64);
-  _tile_loadd(7, ones, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  EE_TILE_LOAD(4, ones, 64);
+  EE_TILE_LOAD(5, ones, 64);
+  EE_TILE_LOAD(6, ones, 64);
+  EE_TILE_LOAD(7, ones, 64);
+  EE_TILE_ZERO(0);
+  EE_TILE_ZERO(1);
+  EE_TILE_ZERO(2);
+  EE_TILE_ZERO(3);
   for (long it = 0; it < iters; ++it) {
     if constexpr (INT8) {
-      _tile_dpbssd(0, 4, 6);
-      _tile_dpbssd(1, 4, 7);
-      _tile_dpbssd(2, 5, 6);
-      _tile_dpbssd(3, 5, 7);
+      EE_TILE_DP_S8(0, 4, 6);
+      EE_TILE_DP_S8(1, 4, 7);
+      EE_TILE_DP_S8(2, 5, 6);
+      EE_TILE_DP_S8(3, 5, 7);
     } else {
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+      EE_TILE_DP_BF16(0, 4, 6);
+      EE_TILE_DP_BF16(1, 4, 7);
+      EE_TILE_DP_BF16(2, 5, 6);
+      EE_TILE_DP_BF16(3, 5, 7);
     }
   }
   alignas(64) float sink[16 * 16];
-  _tile_stored(0, sink, 64);
+  EE_TILE_STORE(0, sink, 64);
   volatile float keep = sink[0];
   (void)keep;
-  _tile_release();
+  EE_TILE_RELEASE();
   return double(iters) * 4 * 16 * 16 * (INT8 ? 64 : 32) * 2;  // 2 ops per multiply-add
 }
 
