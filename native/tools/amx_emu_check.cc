@@ -35,7 +35,8 @@ int main() {
   }
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int shapes[][3] = {{1, 64, 64}, {16, 32, 32}, {17, 64, 96}, {33, 96, 1024}, {45, 100, 70}, {3, 31, 45}, {64, 256, 256}};
+  const int shapes[][3] = {{1, 64, 64},   {16, 32, 32}, {17, 64, 96},  {33, 96, 1024},
+                           {45, 100, 70}, {3, 31, 45},  {64, 256, 256}};
   for (auto& s : shapes)
     for (bool precise : {true, false}) {
       const int M = s[0], N = s[1], K = s[2];

@@ -102,8 +102,8 @@ struct Kernels {
   double (*dot_peak)(long iters);
 };
 
-// force: "amx" (AVX-512 with AMX-BF16 GEMMs), "avx512", "avx2" or "" for the best the CPU supports. Returns nullptr when the
-// requested ISA is not supported by this CPU.
+// force: "amx" (AVX-512 with AMX-BF16 GEMMs), "avx512", "avx2" or "" for the best the CPU supports. Returns nullptr
+// when the requested ISA is not supported by this CPU.
 const Kernels* select_kernels(const std::string& force);
 
 }  // namespace ee::cpu

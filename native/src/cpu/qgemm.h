@@ -40,8 +40,7 @@ struct QMatrix {
 
 // Quantizes rows [row_begin, row_end) of the bf16 matrix src [n, k] into q (packed), scale, wsum.
 // Rows are independent: callers split the rows across threads.
-void quantize_rows(const bf16_t* src, int n, int k, int8_t* q, float* scale, int32_t* wsum, int row_begin,
-                   int row_end);
+void quantize_rows(const bf16_t* src, int n, int k, int8_t* q, float* scale, int32_t* wsum, int row_begin, int row_end);
 
 // Activation quantization, per row: s1 = max |x| / 127; q1 = round_to_nearest_even(x * (127 / max |x|)),
 // in [-127, 127]; an all-zero row has s1 = 0 and q1 = 0. Precise (--dtype float32, the default) adds

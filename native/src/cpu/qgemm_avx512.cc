@@ -54,7 +54,8 @@ void prepare_rows8(const float* x, int ldx, const Act& a, int m0, int m1) {
     for (; k < a.K; ++k) {
       const int i = std::clamp(int(std::lrintf(row[k] * inv)), -127, 127);
       put(q1 + k, i);
-      if (a.precise) put(q2 + k, std::clamp(int(std::lrintf(__builtin_fmaf(-float(i), s1[m], row[k]) * inv2)), -127, 127));
+      if (a.precise)
+        put(q2 + k, std::clamp(int(std::lrintf(__builtin_fmaf(-float(i), s1[m], row[k]) * inv2)), -127, 127));
     }
     for (; k < a.Kp; ++k) {
       put(q1 + k, 0);
@@ -127,8 +128,8 @@ template <int MB, int P>
 inline void rows_times_blocks(const uint8_t* x, size_t ps, int Kp, const QMatrix& w, int b0, int b1, const float* s1,
                               const float* s2, float* y, int ldy) {
   for (int b = b0; b < b1; ++b)
-    kern32<MB, P>(x, ps, Kp, w.q + size_t(b) * kPackRows * Kp, s1, s2, w.scale + b * kPackRows,
-                  w.wsum + b * kPackRows, y + size_t(b) * kPackRows, ldy);
+    kern32<MB, P>(x, ps, Kp, w.q + size_t(b) * kPackRows * Kp, s1, s2, w.scale + b * kPackRows, w.wsum + b * kPackRows,
+                  y + size_t(b) * kPackRows, ldy);
 }
 
 template <int P>

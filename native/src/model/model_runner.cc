@@ -30,12 +30,7 @@ constexpr int kAttnTokensPerTask = 8;  // query tokens per attention task in pre
 
 ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
                          ThreadPool* pool, const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8)
-    : cfg_(std::move(cfg)),
-      w_(std::move(weights)),
-      kv_(std::move(kv)),
-      pool_(pool),
-      k_(kernels),
-      precise_(precise),
+    : cfg_(std::move(cfg)), w_(std::move(weights)), kv_(std::move(kv)), pool_(pool), k_(kernels), precise_(precise),
       k8_(int8) {
   ENGINE_ASSERT(!w_->quant.int8 || k8_ != nullptr);
   scores_.resize(size_t(pool_->size()));

@@ -30,7 +30,9 @@ size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 // Bytes the arena needs for one matrix: bf16 (plain or V32) or int8 (Q32 + fp32 scales + int32 sums).
 size_t matrix_elems(int n, int k, bool packed) { return packed ? cpu::packed_elems(n, k) : size_t(n) * size_t(k); }
 size_t bf16_bytes(int n, int k, bool packed) { return round_up(matrix_elems(n, k, packed) * 2, kAlign); }
-size_t int8_bytes(int n, int k) { return round_up(cpu::packed_bytes8(n, k), kAlign) + 2 * round_up(size_t(n) * 4, kAlign); }
+size_t int8_bytes(int n, int k) {
+  return round_up(cpu::packed_bytes8(n, k), kAlign) + 2 * round_up(size_t(n) * 4, kAlign);
+}
 
 // Every matrix of `cfg`, in the order load() places them.
 size_t arena_bytes(const ModelConfig& cfg, bool separate_lm_head, bool packed, Quantization q) {

@@ -82,7 +82,7 @@ class ModelWeights {
   const bf16_t* lm_head = nullptr;       // [vocab, hidden]; == embed_tokens when tied; null when int8
   cpu::QMatrix lm_head8;                 // [vocab, hidden] int8 when quant.lm_head_int8
   Quantization quant;
-  const float* final_norm = nullptr;     // [hidden]
+  const float* final_norm = nullptr;  // [hidden]
   std::vector<LayerWeights> layers;
   uint64_t matrix_bytes = 0;  // bytes of all matrices a step reads, as stored (lm_head once; int8 with its scales)
   bool packed = true;         // V32 (CPU kernels) or plain [out, in]
