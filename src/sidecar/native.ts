@@ -127,7 +127,7 @@ export interface NativeAddon {
   /** The CPU GEMM kernels against a double-precision reference on random data (tests). */
   gemmCheck(opts: { isa: 'amx' | 'avx512' | 'avx2'; m: number; n: number; k: number; precise: boolean; seed: number }): GemmCheck;
   /** The int8 GEMM kernels against exact and double-precision references on random data (tests). */
-  qgemmCheck(opts: { isa: Int8Isa; m: number; n: number; k: number; precise: boolean; seed: number }): QgemmCheck;
+  qgemmCheck(opts: { isa: Int8Isa | 'best'; m: number; n: number; k: number; precise: boolean; seed: number }): QgemmCheck;
   abiVersion: number;
 }
 

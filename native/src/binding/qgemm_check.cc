@@ -31,7 +31,8 @@ Napi::Value QgemmCheck(const Napi::CallbackInfo& info) {
   const bool precise = o.Get("precise").As<Napi::Boolean>().Value();
   if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 65536 || K > 16384)
     throw Napi::RangeError::New(env, "qgemmCheck: bad shape");
-  const cpu::Int8Kernels* kern = isa.empty() ? nullptr : cpu::select_int8_kernels(isa);
+  // "best": what a load without --isa picks (on AMX hosts AMX-INT8 from 16 rows, AVX512-VNNI below).
+  const cpu::Int8Kernels* kern = isa.empty() ? nullptr : cpu::select_int8_kernels(isa == "best" ? "" : isa);
   if (kern == nullptr) throw Napi::Error::New(env, "qgemmCheck: int8 ISA " + isa + " not supported by this CPU");
 
   Rng rng(seed);

@@ -44,6 +44,22 @@ constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feat
 constexpr long kXfeatureXtiledata = 18;     // the AMX tile data (8 x 1 KiB)
 }  // namespace
 
+namespace {
+// AMX-INT8 from this many rows (a full tile row group) up, AVX512-VNNI below: one-row decode steps
+// streamed tiles slower than vpdpbusd streams the same bytes (bench/results/cpu-int8-amx-intel.json).
+// The two give the same bits (one integer sum, one epilogue: qgemm.h), so the switch on M keeps a
+// request's results independent of its batch. The act format differs (u8 offset vs s8): prepare
+// and gemm decide from the same a.M.
+constexpr int kAmxMinRows = 16;
+const Int8Kernels& pick(const Act& a) { return a.M < kAmxMinRows ? avx512::kInt8Kernels : amx::kInt8Kernels; }
+void prepare_hybrid(const float* x, int ldx, const Act& a, int m0, int m1) { pick(a).prepare_act(x, ldx, a, m0, m1); }
+void gemm_hybrid(const Act& a, const QMatrix& w, int N, int n0, int n1, float* y, int ldy) {
+  pick(a).gemm(a, w, N, n0, n1, y, ldy);
+}
+double peak_hybrid(long iters) { return amx::kInt8Kernels.dot_peak(iters); }
+const Int8Kernels kAmxHybrid = {"amx-int8/avx512vnni", prepare_hybrid, gemm_hybrid, peak_hybrid};
+}  // namespace
+
 bool amx_usable() {
   static const bool ok = [] {
     __builtin_cpu_init();
@@ -69,7 +85,7 @@ const Int8Kernels* select_int8_kernels(const std::string& force) {
   if (force == "avxvnni") return vnni ? &avxvnni::kInt8Kernels : nullptr;
   if (force == "avx2") return has2 ? &avx2::kInt8Kernels : nullptr;
   if (!force.empty()) return nullptr;  // a name this build does not know
-  if (amx_usable()) return &amx::kInt8Kernels;
+  if (amx_usable() && has512) return &kAmxHybrid;
   if (has512) return &avx512::kInt8Kernels;
   if (vnni) return &avxvnni::kInt8Kernels;
   if (has2) return &avx2::kInt8Kernels;

@@ -73,7 +73,7 @@ inline const float* act_scales(const Act& a) {
 }
 
 struct Int8Kernels {
-  const char* isa;  // "avx512vnni", "avxvnni", "avx2", "amx-int8"
+  const char* isa;  // "avx512vnni", "avxvnni", "avx2", "amx-int8", "amx-int8/avx512vnni" (the best on AMX hosts)
   // Quantizes rows [m0, m1) of x [M, K] (row stride ldx) into a (a.data sized by act8_bytes, a.Kp =
   // pad_k8(K)); one plane, or two when a.precise.
   void (*prepare_act)(const float* x, int ldx, const Act& a, int m0, int m1);
@@ -84,8 +84,9 @@ struct Int8Kernels {
   double (*dot_peak)(long iters);
 };
 
-// force: "avx512" (AVX512-VNNI), "avxvnni", "avx2", "amx", or "" for the best this CPU (and, for AMX,
-// the kernel: arch_prctl) allows. nullptr when the CPU lacks it.
+// force: "avx512" (AVX512-VNNI), "avxvnni", "avx2", "amx" (AMX-INT8 at every M), or "" for the best this
+// CPU (and, for AMX, the kernel: arch_prctl) allows: on AMX hosts AMX-INT8 from 16 rows and AVX512-VNNI
+// below (qgemm.cc). nullptr when the CPU lacks it or the name is unknown.
 const Int8Kernels* select_int8_kernels(const std::string& force);
 
 // Whether AMX (tile, bf16, int8) is usable: CPUID says so and Linux granted the tile state.
