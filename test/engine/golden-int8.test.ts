@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { native, type NativeModel } from '../../src/sidecar/native.js';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
-import { loadModel } from '../../src/sidecar/model/load.js';
+import { loadModel, nativeLoadOptions } from '../../src/sidecar/model/load.js';
+import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { GOLDEN, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
 
 const LLAMA_Q8_0_FORMULA_MIN_DIFF = 0.93;
@@ -50,6 +51,21 @@ describe.each(paths)('int8 on the tiny golden (isa %s: %s)', (isa, name) => {
     // Tiny's random weights are not int8-exact: per-row weight rounding dominates here.
     expect(diff).toBeLessThan(0.25);
   });
+});
+
+it('refuses a quantization it does not know, and int8 on CUDA', async () => {
+  const tiny = path.join(GOLDEN, 'tiny');
+  await expect(loadModel(tiny, { quantization: 'fp8' as 'int8', kvBlocks: 4, blockSize: 16 })).rejects.toThrow(/quantization must be none or int8/);
+  await expect(native().loadModel({ ...nativeLoadOptions(await readCheckpoint(tiny), { quantization: 'int8', kvBlocks: 4, blockSize: 16 }), device: 'cuda' })).rejects.toThrow(/CPU backend only/);
+});
+
+it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
+  const m = (await loadModel(path.join(GOLDEN, 'tiny'), { quantization: 'int8', lmHeadInt8: false, kvBlocks: 4, blockSize: 16 })).model;
+  try {
+    expect(m.info()).toMatchObject({ quantization: 'int8', gemm: cpu.bestInt8, lmHeadGemm: cpu.best });
+  } finally {
+    m.close();
+  }
 });
 
 describe('int8 on the formula-0.3b golden (real 0.3B shape)', () => {
