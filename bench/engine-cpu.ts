@@ -1,6 +1,7 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
-// --quantization int8 on the best int8 kernels (AMX-INT8 or AVX512-VNNI) and on AVX512-VNNI.
+// --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
+// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone. `--paths 0,2` runs only those (indices).
 // Rows per path: single-stream decode and prefill of 512 tokens (beside the bandwidth ceiling and
 // the kernels' measured peak), and one wave of 64 streams of the random workload (the
 // side-by-side's requests; --quick caps new tokens at 64), at each --threads value (comma list;
@@ -31,6 +32,7 @@ const paths: Path[] = [
   ...(cpu.amx ? [{ name: 'bf16 precise, amx-bf16', isa: 'amx', quantization: 'none', precise: true } as Path] : []),
   { name: 'int8, best', isa: '', quantization: 'int8', precise: true },
   ...(cpu.amx && cpu.avx512vnni ? [{ name: 'int8, avx512vnni', isa: 'avx512', quantization: 'int8', precise: true } as Path] : []),
+  ...(cpu.amx ? [{ name: 'int8, amx-int8 at every M', isa: 'amx', quantization: 'int8', precise: true } as Path] : []),
 ];
 const only = arg('--paths');
 const chosen = only ? paths.filter((_, i) => only.split(',').includes(String(i))) : paths;
