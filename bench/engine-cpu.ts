@@ -63,7 +63,7 @@ for (const threads of threadsList)
       await engine.close();
     }
     rows.push(row);
-    await writeFile(out, JSON.stringify({ host, cpu, quick, date: new Date().toISOString(), rows }, null, 1) + '\n'); // a partial file if cut short
+    await writeFile(out, JSON.stringify({ host, cpu, quick, loadAverage: os.loadavg(), date: new Date().toISOString(), rows }, null, 1) + '\n'); // a partial file if cut short
     console.log(
       `${p.name.padEnd(24)} t=${threads} ${row.kernels}\n  decode ${single.decodeTokS.toFixed(1)} tok/s (ceiling ${single.ceilingTokS.toFixed(0)}), prefill 512 ${single.prefillTokS.toFixed(0)} tok/s, peak ${(peakOpsPerS / 1e12).toFixed(2)} Tops/s` +
         (row.wave64 ? `, 64-stream wave ${row.wave64.outputTokS.toFixed(1)} tok/s (TTFT p50 ${(row.wave64.ttftMs.p50 / 1000).toFixed(1)} s)` : ''),
@@ -82,5 +82,5 @@ for (const t of threadsList) {
   if (base?.wave64 && amx?.wave64) ratios[`t${t} amx-bf16/avx512 wave64`] = amx.wave64.outputTokS / base.wave64.outputTokS;
 }
 for (const [k, v] of Object.entries(ratios)) console.log(`${k}: ${v.toFixed(2)}x`);
-await writeFile(out, JSON.stringify({ host, cpu, quick, date: new Date().toISOString(), rows, ratios }, null, 1) + '\n');
+await writeFile(out, JSON.stringify({ host, cpu, quick, loadAverage: os.loadavg(), date: new Date().toISOString(), rows, ratios }, null, 1) + '\n');
 console.log(`wrote ${out}`);
