@@ -12,7 +12,7 @@ import type { EngineFactory } from './engine/factory.js';
 import type { EnginePlan } from './engine/plan.js';
 import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { planCheckpoint } from './model/load.js';
+import { kernelNames, planCheckpoint } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
@@ -42,6 +42,10 @@ export interface SidecarOptions {
   precise?: boolean;
   /** --kv-cache-dtype. */
   kvCacheDtype?: 'float32' | 'bfloat16';
+  /** --quantization (CPU): int8 weights quantized at load. */
+  quantization?: 'none' | 'int8';
+  /** --lm-head-dtype: false keeps the LM head bf16 under int8. */
+  lmHeadInt8?: boolean;
   maxNumQueuedReqs: number;
   listen: ListenAddress[];
   secret?: string;
@@ -127,6 +131,8 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       captureGraphs: true, // the server captures its CUDA graphs at startup, before /ready turns 200
       precise: opts.precise,
       kvCacheDtype: opts.kvCacheDtype,
+      quantization: opts.quantization,
+      lmHeadInt8: opts.lmHeadInt8,
       maxModelLen: opts.maxModelLen,
       maxNumSeqs: opts.engine.maxNumSeqs,
       maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
@@ -186,6 +192,7 @@ function logLoaded(logger: Logger, opts: SidecarOptions, factory: EngineFactory,
       weightsGiB: +(plan.weightBytes / 2 ** 30).toFixed(3),
       device: plan.device,
       isa: factory.kind === 'native' ? native().cpuInfo().best : 'fake',
+      kernels: factory.kind === 'native' ? kernelNames(plan.load, native().cpuInfo()) : 'fake',
       threads: opts.threads ?? os.availableParallelism(),
       loadSeconds: +loadSeconds.toFixed(2),
     },

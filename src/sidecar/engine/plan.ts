@@ -33,7 +33,7 @@ export const DEFAULT_MAX_NUM_SEQS = 256;
 export type PlanOptions = Partial<
   Pick<
     NativeLoadOptions,
-    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'gpuMemoryUtilization'
+    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'quantization' | 'lmHeadInt8' | 'gpuMemoryUtilization'
     | 'enforceEager' | 'captureGraphs' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
   >
 > & {
@@ -107,6 +107,8 @@ export function planEngine(input: PlanInput): EnginePlan {
       blockSize,
       isa: o.isa ?? '',
       precise: o.precise ?? true,
+      quantization: o.quantization ?? 'none',
+      lmHeadInt8: o.lmHeadInt8 ?? true,
       device,
       cudaLibrary: input.cudaLibrary,
       gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION,

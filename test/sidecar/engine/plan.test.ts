@@ -115,6 +115,8 @@ describe('planEngine: the load options', () => {
         blockSize: 16,
         isa: '',
         precise: true,
+        quantization: 'none',
+        lmHeadInt8: true,
         device: 'cpu',
         cudaLibrary: '/lib/libernie_cuda.so',
         gpuMemoryUtilization: 0.9,
