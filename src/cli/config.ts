@@ -150,6 +150,7 @@ export function buildConfig(args: ParsedArgs): Config {
       precise: dtype('dtype', str('dtype')) !== 'bfloat16',
       kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
+      tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
       drainTimeoutMs: drain * 1000,
     },
   };
