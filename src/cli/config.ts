@@ -166,6 +166,7 @@ export function buildConfig(args: ParsedArgs): Config {
       quantization: quantization(str('quantization')),
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
+      tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
       drainTimeoutMs: drain * 1000,
     },
   };

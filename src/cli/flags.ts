@@ -43,6 +43,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'enable-prefix-caching', kind: 'bool', scope: 'engine', negatable: true, help: 'reuse KV blocks of shared prompt prefixes such as system prompts and chat history (default on; --no-enable-prefix-caching to turn off)' },
   { name: 'seed', kind: 'int', scope: 'engine', arg: 'N', help: 'engine RNG seed for requests without one (default 0, so sampled outputs are reproducible)' },
   { name: 'max-num-queued-reqs', kind: 'int', scope: 'engine', arg: 'N', help: 'past this many waiting requests, new ones get 429 with Retry-After (default 1024; bounds what clients can make the server hold)' },
+  { name: 'tokenizer-pool-size', kind: 'int', scope: 'engine', arg: 'N', help: "worker threads that tokenize large prompts and chats (over 16 Ki characters or 64 messages) off the sidecar's main thread, so they never stall other streams (default 1; 0: everything inline)" },
   { name: 'threads', kind: 'int', scope: 'engine', arg: 'N', help: 'engine threads (default: all cores)' },
   { name: 'engine', kind: 'string', scope: 'both', arg: 'ADDR', repeatable: true, help: 'unix:/path or tcp://host:port; gateway: where the sidecar is; sidecar: where to listen (repeatable)' },
   { name: 'engine-secret', kind: 'string', scope: 'both', arg: 'SECRET', env: 'ERNIE_EDGE_ENGINE_SECRET', help: 'shared secret of tcp:// engine connections, required for them since a TCP port is reachable by anyone who can route to it (env ERNIE_EDGE_ENGINE_SECRET)' },

@@ -111,12 +111,18 @@ export interface EngineStats {
   promptTokens: number; // totals since start
   generationTokens: number;
   stepTimeMs: number; // last engine step
+  /** Peaks since start, kept by the engine at every step and submit (not sampled): limits hold. */
+  maxRunning: number; // never above ModelInfo.maxNumSeqs
+  maxWaiting: number; // never above --max-num-queued-reqs
+  fairPreemptions: number; // preemptions that seated a request under its fair share of the sequences
 }
 
 export interface ModelInfo {
   id: string; // served model name
   root: string; // where it was loaded from
   maxModelLen: number;
+  /** --max-num-seqs: sequences (prompts x n) the engine runs at once; a request needing more is refused. */
+  maxNumSeqs: number;
   vocabSize: number;
   createdAt: number; // unix seconds
   /** generation_config.json defaults, already parsed. */

@@ -111,6 +111,9 @@ export const statsSchema = z.object({
   promptTokens: int,
   generationTokens: int,
   stepTimeMs: num,
+  maxRunning: int,
+  maxWaiting: int,
+  fairPreemptions: int,
 });
 export const healthSchema = z.object({
   ready: z.boolean(),
@@ -122,6 +125,7 @@ export const modelInfoSchema = z.object({
   id: z.string(),
   root: z.string(),
   maxModelLen: int,
+  maxNumSeqs: int,
   vocabSize: int,
   createdAt: num,
   generationDefaults: z.object({ temperature: num, topP: num, topK: int, repetitionPenalty: num }).partial(),

@@ -18,6 +18,7 @@ import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
 import { LoadingBackend } from './server/loading-backend.js';
 import { warmUp } from './server/warm-up.js';
+import { TokenizePool } from './server/tokenize-pool.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
 import type { EngineOptions } from './engine/native-engine.js';
 
@@ -47,6 +48,8 @@ export interface SidecarOptions {
   /** --lm-head-dtype: false keeps the LM head bf16 under int8. */
   lmHeadInt8?: boolean;
   maxNumQueuedReqs: number;
+  /** --tokenizer-pool-size: worker threads for large inputs (0: inline); default 1. */
+  tokenizerPoolSize?: number;
   listen: ListenAddress[];
   secret?: string;
 }
@@ -145,6 +148,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     id: opts.servedModelName ?? opts.model ?? DEFAULT_MODEL_NAME,
     root: dir,
     maxModelLen: plan.maxModelLen,
+    maxNumSeqs: opts.engine.maxNumSeqs,
     vocabSize: checkpoint.config.native.vocabSize,
     createdAt: Math.floor(Date.now() / 1000),
     generationDefaults: await readGenerationDefaults(dir),
@@ -152,9 +156,14 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   backend.setStatus('loading weights');
   const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens: plan.maxNumBatchedTokens, maxModelLen: plan.maxModelLen };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer }, (onStep) =>
+  const poolSize = opts.tokenizerPoolSize ?? 1;
+  const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: { maxModelLen: plan.maxModelLen }, vocabSize: model.vocabSize }, poolSize) : undefined;
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer }, (onStep) =>
     factory.create(checkpoint, plan, engineOptions, bundle, onStep),
-  );
+  ).catch(async (e: unknown) => {
+    await tokenizePool?.close();
+    throw e;
+  });
   logLoaded(logger, opts, factory, checkpoint, plan, (performance.now() - t0) / 1000);
   await warmUpOrClose(host, backend, logger);
   logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');

@@ -1,11 +1,12 @@
 // Loads a checkpoint directory into the native engine: reads and checks the tensor table (TS),
 // then maps the weights and sizes the paged KV cache (native, off the event loop). Sizing is the
-// engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory.
-import os from 'node:os';
+// engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory
+// (./memory.ts: MemAvailable and the cgroup limit).
 import { planEngine, type EnginePlan, type PlanOptions } from '../engine/plan.js';
 import { native, type CpuInfo, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
 import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
+import { availableMemory } from './memory.js';
 
 /**
  * What a caller chooses when loading: the plan's options (defaults in ../engine/plan.ts), the CUDA
@@ -41,12 +42,14 @@ export function resolveNativeDevice(choice: DeviceChoice, cudaLibrary: string): 
  */
 export function planCheckpoint(checkpoint: Checkpoint, opts: LoadOptions = {}, resolve = resolveNativeDevice): EnginePlan {
   const { cudaLibrary = defaultCudaLibrary(), device = 'cpu', ...options } = opts;
+  const free = availableMemory();
   return planEngine({
     config: checkpoint.config,
     weightBytes: weightBytes(checkpoint),
     device: resolve(device, cudaLibrary),
     cudaLibrary,
-    freeMemory: os.freemem(),
+    freeMemory: free.bytes,
+    freeMemorySource: free.source,
     options,
   });
 }
