@@ -6,12 +6,12 @@
 // Every failure goes through app.onError → errors.ts, the one mapping to HTTP.
 
 import { Hono, type Handler } from 'hono';
-import { cors } from 'hono/cors';
 import type { EngineClient } from '../protocol/engine-client.js';
 import { silentLogger, type Logger } from '../protocol/logger.js';
 import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+import { corsMiddleware } from './cors.js';
 import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
 import { GatewayMetrics } from './metrics.js';
@@ -107,19 +107,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     if (!rec.streaming || c.res.status !== 200) rec.end(c.res.status);
     else rec.status = 200;
   });
-  if (opts.allowedOrigins) {
-    const origins = opts.allowedOrigins;
-    app.use(
-      '*',
-      cors({
-        origin: origins === '*' ? '*' : (origin) => (origins.includes(origin) ? origin : null),
-        allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-        allowMethods: ['GET', 'POST', 'OPTIONS'],
-        exposeHeaders: ['X-Request-Id', 'Retry-After'],
-        maxAge: 600,
-      }),
-    );
-  }
+  if (opts.allowedOrigins) app.use('*', corsMiddleware(opts.allowedOrigins));
 
   // Every route is registered through `route`, which labels the request record for logs and metrics
   // and sets the request's engine: the one it brought in fetch's env, else the app's. Handlers are built
