@@ -15,7 +15,7 @@ import { corsMiddleware } from './cors.js';
 import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
 import { GatewayMetrics } from './metrics.js';
-import { RequestRecord, type FinishedRequest } from './request-record.js';
+import { CLIENT_CLOSED_REQUEST, RequestRecord, type FinishedRequest } from './request-record.js';
 import { chatHandler } from './routes/chat.js';
 import { completionsHandler } from './routes/completions.js';
 import { healthHandler, readyHandler } from './routes/health.js';
@@ -92,14 +92,14 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     };
     // /ready's 503 is its answer while loading or draining (every probe asks), not a failure.
     if (r.status >= 500 && !(r.route === '/ready' && r.status === 503)) logger.error(line, 'request failed');
-    else logger.info(line, 'request');
+    else logger.info(line, r.status === CLIENT_CLOSED_REQUEST ? 'client closed request' : 'request');
   };
 
   const app = new Hono<AppEnv>();
   app.use('*', async (c, next) => {
     const given = c.req.header('x-request-id');
     const id = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer);
+    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer, c.req.raw.signal);
     c.set('rec', rec);
     await next();
     c.res.headers.set('x-request-id', id);
