@@ -20,6 +20,7 @@ import { chatHandler } from './routes/chat.js';
 import { completionsHandler } from './routes/completions.js';
 import { healthHandler, readyHandler } from './routes/health.js';
 import { metricsHandler } from './routes/metrics.js';
+import { embeddingsHandler, versionHandler } from './routes/probes.js';
 import { getModelHandler, listModelsHandler } from './routes/models.js';
 import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
 import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
@@ -90,8 +91,8 @@ export function createApp(opts: CreateAppOptions): AppHandle {
       ttftMs: r.ttft === null ? null : Math.round(r.ttft * 1000),
       durationMs: Math.round(r.e2e * 1000),
     };
-    // /ready's 503 is its answer while loading or draining (every probe asks), not a failure.
-    if (r.status >= 500 && !(r.route === '/ready' && r.status === 503)) logger.error(line, 'request failed');
+    // /ready's (and /ping's) 503 is its answer while loading or draining (every probe asks), not a failure.
+    if (r.status >= 500 && !((r.route === '/ready' || r.route === '/ping') && r.status === 503)) logger.error(line, 'request failed');
     else logger.info(line, r.status === CLIENT_CLOSED_REQUEST ? 'client closed request' : 'request');
   };
 
@@ -129,6 +130,8 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const isDraining = () => draining;
   route('GET', '/health', () => healthHandler());
   route('GET', '/ready', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/ping', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/version', () => versionHandler());
   route('GET', '/metrics', metricsHandler);
   if (opts.chatUi ?? true) {
     // Outside auth: the page itself holds no data; it asks for the key when the API answers 401.
@@ -146,6 +149,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   route('GET', '/v1/models/:id{.+}', getModelHandler);
   route('POST', '/tokenize', tokenizeHandler);
   route('POST', '/detokenize', detokenizeHandler);
+  route('POST', '/v1/embeddings', () => embeddingsHandler());
 
   app.notFound(() => {
     throw new ApiError(404, 'Not found: no such route.', 'not_found');
