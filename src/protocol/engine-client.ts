@@ -53,6 +53,8 @@ export interface SamplingParams {
   stop: string[]; // stop strings: never sent to the client
   stopTokenIds: number[]; // in addition to the model's eos ids
   ignoreEos: boolean;
+  /** vLLM's min_tokens: stop ids (eos included) and stop strings end no choice before this many tokens. Absent: 0. */
+  minTokens?: number;
   logprobs: number | null; // null: none; N: the chosen token plus the top-N alternatives
   skipSpecialTokens: boolean;
 }

@@ -67,6 +67,7 @@ const sampling = z.object({
   stop: z.array(z.string()),
   stopTokenIds: z.array(int),
   ignoreEos: z.boolean(),
+  minTokens: int.nonnegative().optional(),
   logprobs: int.nullable(),
   skipSpecialTokens: z.boolean(),
 });

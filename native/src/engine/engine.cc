@@ -41,7 +41,7 @@ std::string Engine::submit(RequestSpec r) {
   if (r.logprobs > cfg_.max_logprobs)
     return "logprobs may ask for at most " + std::to_string(cfg_.max_logprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
-      !(r.repetition_penalty > 0))
+      !(r.repetition_penalty > 0) || r.min_tokens < 0)
     return "invalid sampling parameters";
   if (int64_t(P) + r.max_tokens > cfg_.max_model_len)
     return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
@@ -162,7 +162,11 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
   Sampler::note_token(s, so.token, runner_->config().vocab_size);
   ++generation_tokens_;
   const auto& stops = r.spec->stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), so.token) != stops.end()) finish_seq(r, s, Finish::Stop, out, &o);
+  // Under min_tokens a stop id cannot be sampled; if one still came (every other logit was -inf) it
+  // does not end the sequence either, as in vLLM (num_output already counts this token).
+  const bool may_stop = s.num_output() > r.spec->min_tokens;
+  if (may_stop && std::find(stops.begin(), stops.end(), so.token) != stops.end())
+    finish_seq(r, s, Finish::Stop, out, &o);
   else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
     finish_seq(r, s, Finish::Length, out, &o);
 }
@@ -278,7 +282,10 @@ void Engine::step(std::vector<StepOutput>& out) {
 bool Engine::raw_logits_suffice(const Sequence& s) {
   const RequestSpec& r = *s.req;
   const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
-  return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
+  // NOTE: a sequence under min_tokens takes the host sampler (as logit bias does): the device argmax and
+  // sampling kernels have no per-row ban list; past min_tokens it is back on the device path.
+  return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending &&
+         !r.bans_stops(s.num_output());
 }
 
 bool Engine::plain_greedy(const Sequence& s) { return s.req->temperature <= 0.0f && raw_logits_suffice(s); }
