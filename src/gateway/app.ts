@@ -21,6 +21,7 @@ import { completionsHandler } from './routes/completions.js';
 import { healthHandler, readyHandler } from './routes/health.js';
 import { metricsHandler } from './routes/metrics.js';
 import { embeddingsHandler, versionHandler } from './routes/probes.js';
+import { createResponseHandler, deleteResponseHandler, retrieveResponseHandler } from './routes/responses.js';
 import { getModelHandler, listModelsHandler } from './routes/models.js';
 import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
 import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
@@ -112,21 +113,29 @@ export function createApp(opts: CreateAppOptions): AppHandle {
 
   // Every route is registered through `route`, which labels the request record for logs and metrics
   // and sets the request's engine: the one it brought in fetch's env, else the app's. Handlers are built
-  // once, here; per request there is only that lookup.
-  const route = (method: 'GET' | 'POST', path: string, make: (deps: RouteDeps) => Handler<AppEnv>) => {
-    const handler = make(deps);
-    app.on(method, path, async (c, next) => {
-      c.get('rec').route = path;
-      const engine = (c.env as RequestBindings | undefined)?.engine ?? opts.engine;
-      if (!engine) throw new Error('no EngineClient: createApp was given none and the request brought none');
-      c.set('engine', engine);
-      return handler(c, next);
-    });
+  // once, here; per request there is only that lookup. A path with several methods is registered once
+  // with all of them (`routes`), so its 405 fallback comes after every one.
+  type Method = 'GET' | 'POST' | 'DELETE';
+  type Make = (deps: RouteDeps) => Handler<AppEnv>;
+  const routes = (path: string, byMethod: Partial<Record<Method, Make>>) => {
+    const methods = Object.keys(byMethod) as Method[];
+    for (const method of methods) {
+      const handler = byMethod[method]!(deps);
+      app.on(method, path, async (c, next) => {
+        c.get('rec').route = path;
+        const engine = (c.env as RequestBindings | undefined)?.engine ?? opts.engine;
+        if (!engine) throw new Error('no EngineClient: createApp was given none and the request brought none');
+        c.set('engine', engine);
+        return handler(c, next);
+      });
+    }
+    const allow = methods.join(', ');
     app.all(path, (c) => {
       c.get('rec').route = path;
-      throw new ApiError(405, `Method ${c.req.method} is not allowed on ${path}; use ${method}.`, 'method_not_allowed', null, { allow: method });
+      throw new ApiError(405, `Method ${c.req.method} is not allowed on ${path}; use ${methods.join(' or ')}.`, 'method_not_allowed', null, { allow });
     });
   };
+  const route = (method: Method, path: string, make: Make) => routes(path, { [method]: make });
   const isDraining = () => draining;
   route('GET', '/health', () => healthHandler());
   route('GET', '/ready', (deps) => readyHandler(deps, isDraining));
@@ -145,6 +154,8 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   }
   route('POST', '/v1/chat/completions', chatHandler);
   route('POST', '/v1/completions', completionsHandler);
+  route('POST', '/v1/responses', createResponseHandler);
+  routes('/v1/responses/:id', { GET: retrieveResponseHandler, DELETE: deleteResponseHandler });
   route('GET', '/v1/models', listModelsHandler);
   route('GET', '/v1/models/:id{.+}', getModelHandler);
   route('POST', '/tokenize', tokenizeHandler);

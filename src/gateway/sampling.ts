@@ -10,6 +10,12 @@ import { badRequest } from './errors.js';
 import type { ChatRequest, CompletionRequest } from './schemas.js';
 
 type Common = ChatRequest | CompletionRequest;
+/** The sampling fields buildSampling reads (the Responses API has them too, without `n` or `stream_options`). */
+export type SamplingFields = Pick<
+  Common,
+  | 'temperature' | 'top_p' | 'top_k' | 'min_p' | 'repetition_penalty' | 'frequency_penalty' | 'presence_penalty'
+  | 'logit_bias' | 'seed' | 'stop' | 'stop_token_ids' | 'ignore_eos' | 'skip_special_tokens' | 'min_tokens'
+>;
 
 export interface StreamPlan {
   stream: boolean;
@@ -30,7 +36,7 @@ export function streamPlan(body: Common): StreamPlan {
 }
 
 export function buildSampling(
-  body: Common,
+  body: SamplingFields,
   model: ModelInfo,
   opts: { maxTokens: number | null; logprobs: number | null },
 ): SamplingParams {

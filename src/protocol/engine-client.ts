@@ -141,6 +141,19 @@ export interface TokenizeRequest {
   addGenerationPrompt: boolean;
 }
 
+/**
+ * The sidecar's bounded store of Responses API responses (`store`, `previous_response_id`, GET/DELETE
+ * /v1/responses/{id}): opaque JSON strings by response id, least recently used dropped first past its
+ * count or byte limit. Every gateway of one sidecar shares it; replicas do not share each other's.
+ */
+export interface ResponseStore {
+  put(id: string, value: string): Promise<void>;
+  /** null: never stored, deleted, or dropped by the limits. */
+  get(id: string): Promise<string | null>;
+  /** false: there was nothing to delete. */
+  delete(id: string): Promise<boolean>;
+}
+
 export interface EngineClient {
   /** Starts a request; the iterator yields its events and ends after `done`. Rejects/throws EngineError. */
   stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent>;
@@ -151,5 +164,7 @@ export interface EngineClient {
   model(): Promise<ModelInfo>;
   tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }>;
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
+  /** Absent where the engine keeps no responses (then `store` / `previous_response_id` are refused). */
+  readonly responses?: ResponseStore;
   close(): Promise<void>;
 }
