@@ -374,17 +374,18 @@ gpu('CUDA backend through the batching engine', () => {
     expect(e.results.get(1)![0]!.logprobs.length).toBe(16);
   });
 
-  // min_tokens: rows under it take the host sampler (the device kernels have no per-row ban list; see
-  // Engine::raw_logits_suffice), then go back to device argmax / sampling. Same rule as the CPU engine.
+  // min_tokens on the device: rows under it go through the sampling kernel with their stop ids banned
+  // (greedy rows too: the argmax kernel takes no parameters), then back to device argmax; rows with a
+  // logit bias take the host sampler as always. Same rule as the CPU engine.
   it('min_tokens: stop ids banned until min_tokens, then stopping as usual; the same tokens as the CPU engine', async () => {
     const EOS = 2;
     const prompts = tiny.prompts.slice(0, 4).map((p) => p.prompt);
     const reqs = prompts.flatMap((prompt, i) => [
       // +100 on the stop id: it is the pick at every step, so the choice is exactly min_tokens + 1 long.
       { id: 10 + i, prompt, maxTokens: 16, minTokens: 3 + i, stopTokenIds: Int32Array.from([EOS]), logitBiasIds: Int32Array.from([EOS]), logitBiasValues: Float32Array.from([100]) },
-      // Plain greedy with the greedy first token as a stop id: host sampler for one step, then device argmax.
+      // Plain greedy with the greedy first token as a stop id: the banned sampling kernel for one step, then device argmax.
       { id: 20 + i, prompt, maxTokens: 8, minTokens: 1, stopTokenIds: Int32Array.from([tiny.prompts[i]!.greedy_tokens[0]!]) },
-      // Plain sampling under min_tokens (host), then on the device.
+      // Plain sampling with eos banned for 4 steps, all on the device.
       { id: 30 + i, prompt, maxTokens: 8, minTokens: 4, temperature: 0.8, seed: 5 + i, stopTokenIds: Int32Array.from([EOS]) },
     ]);
     const gpuRun = await (await engine({}, { kvBlocks: 256 })).run(reqs);
