@@ -242,3 +242,52 @@ describe('what this server cannot honour is a 400 naming the field', () => {
     expect(engine.submitted).toEqual([]);
   });
 });
+
+describe('malformed Responses requests', () => {
+  it('600 seeded malformed bodies all get a 4xx in the OpenAI error shape and reach no engine', async () => {
+    let seed = 0x25;
+    const rnd = () => {
+      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+    const bad: Record<string, unknown[]> = {
+      input: [null, 5, {}, [], [{}], [{ role: 'wizard', content: 'x' }], [{ role: 'user' }], [{ role: 'user', content: [{ type: 'input_text' }] }], [{ role: 'user', content: 5 }], [[['x']]]],
+      instructions: [5, {}, ['x']],
+      max_output_tokens: [0, -1, 1.5, 'x', 2 ** 40, 1e9],
+      temperature: [-1, 3, 'hot', {}],
+      top_p: [0, 2, 'x'],
+      stream: ['yes', 1],
+      store: ['no', 0],
+      previous_response_id: [5, {}, 'x'.repeat(300)],
+      metadata: [5, 'x', Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, 'v'])), { k: 5 }],
+      include: ['x', ['file_search_call.results'], [5]],
+      top_logprobs: [-1, 50, 'x'],
+      tools: [[{ type: 'web_search' }], 'x'],
+      tool_choice: ['required', { type: 'function', name: 'f' }],
+      text: [{ format: { type: 'json_object' } }, 'x', { verbosity: 'high' }],
+      reasoning: [{ effort: 'low' }, 'x'],
+      truncation: ['auto', 5],
+      background: [true, 'x'],
+      service_tier: ['flex', 5],
+      model: [5, 'no-such-model'],
+      stop: [5, [1]],
+      seed: ['x', 1.5],
+    };
+    const { post, engine } = setup();
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 600; i++) {
+      const body: Record<string, unknown> = { model: MODEL, input: 'hi', max_output_tokens: 2 };
+      for (let k = 1 + Math.floor(rnd() * 3); k > 0; k--) {
+        const field = pick(Object.keys(bad));
+        body[field] = pick(bad[field]!);
+      }
+      const res = await post('/v1/responses', body);
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (res.status < 400 || res.status > 499) expect.fail(`${res.status} for ${JSON.stringify(body).slice(0, 300)}`);
+      await expectError(res, res.status);
+    }
+    expect(statuses.get(400)).toBeGreaterThan(400);
+    expect(engine.submitted).toEqual([]);
+  });
+});
