@@ -21,7 +21,7 @@ import type {
 import { encodeFrame, FrameError, type Frame } from './framing.js';
 
 /** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const MsgType = {
   HELLO: 0x01,
