@@ -6,20 +6,22 @@
 // Every failure goes through app.onError → errors.ts, the one mapping to HTTP.
 
 import { Hono, type Handler } from 'hono';
-import { cors } from 'hono/cors';
 import type { EngineClient } from '../protocol/engine-client.js';
 import { silentLogger, type Logger } from '../protocol/logger.js';
 import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+import { corsMiddleware } from './cors.js';
 import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
 import { GatewayMetrics } from './metrics.js';
-import { RequestRecord, type FinishedRequest } from './request-record.js';
+import { CLIENT_CLOSED_REQUEST, RequestRecord, type FinishedRequest } from './request-record.js';
 import { chatHandler } from './routes/chat.js';
 import { completionsHandler } from './routes/completions.js';
 import { healthHandler, readyHandler } from './routes/health.js';
 import { metricsHandler } from './routes/metrics.js';
+import { embeddingsHandler, versionHandler } from './routes/probes.js';
+import { createResponseHandler, deleteResponseHandler, retrieveResponseHandler } from './routes/responses.js';
 import { getModelHandler, listModelsHandler } from './routes/models.js';
 import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
 import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
@@ -90,16 +92,16 @@ export function createApp(opts: CreateAppOptions): AppHandle {
       ttftMs: r.ttft === null ? null : Math.round(r.ttft * 1000),
       durationMs: Math.round(r.e2e * 1000),
     };
-    // /ready's 503 is its answer while loading or draining (every probe asks), not a failure.
-    if (r.status >= 500 && !(r.route === '/ready' && r.status === 503)) logger.error(line, 'request failed');
-    else logger.info(line, 'request');
+    // /ready's (and /ping's) 503 is its answer while loading or draining (every probe asks), not a failure.
+    if (r.status >= 500 && !((r.route === '/ready' || r.route === '/ping') && r.status === 503)) logger.error(line, 'request failed');
+    else logger.info(line, r.status === CLIENT_CLOSED_REQUEST ? 'client closed request' : 'request');
   };
 
   const app = new Hono<AppEnv>();
   app.use('*', async (c, next) => {
     const given = c.req.header('x-request-id');
     const id = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer);
+    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer, c.req.raw.signal);
     c.set('rec', rec);
     await next();
     c.res.headers.set('x-request-id', id);
@@ -107,40 +109,38 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     if (!rec.streaming || c.res.status !== 200) rec.end(c.res.status);
     else rec.status = 200;
   });
-  if (opts.allowedOrigins) {
-    const origins = opts.allowedOrigins;
-    app.use(
-      '*',
-      cors({
-        origin: origins === '*' ? '*' : (origin) => (origins.includes(origin) ? origin : null),
-        allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-        allowMethods: ['GET', 'POST', 'OPTIONS'],
-        exposeHeaders: ['X-Request-Id', 'Retry-After'],
-        maxAge: 600,
-      }),
-    );
-  }
+  if (opts.allowedOrigins) app.use('*', corsMiddleware(opts.allowedOrigins));
 
   // Every route is registered through `route`, which labels the request record for logs and metrics
   // and sets the request's engine: the one it brought in fetch's env, else the app's. Handlers are built
-  // once, here; per request there is only that lookup.
-  const route = (method: 'GET' | 'POST', path: string, make: (deps: RouteDeps) => Handler<AppEnv>) => {
-    const handler = make(deps);
-    app.on(method, path, async (c, next) => {
-      c.get('rec').route = path;
-      const engine = (c.env as RequestBindings | undefined)?.engine ?? opts.engine;
-      if (!engine) throw new Error('no EngineClient: createApp was given none and the request brought none');
-      c.set('engine', engine);
-      return handler(c, next);
-    });
+  // once, here; per request there is only that lookup. A path with several methods is registered once
+  // with all of them (`routes`), so its 405 fallback comes after every one.
+  type Method = 'GET' | 'POST' | 'DELETE';
+  type Make = (deps: RouteDeps) => Handler<AppEnv>;
+  const routes = (path: string, byMethod: Partial<Record<Method, Make>>) => {
+    const methods = Object.keys(byMethod) as Method[];
+    for (const method of methods) {
+      const handler = byMethod[method]!(deps);
+      app.on(method, path, async (c, next) => {
+        c.get('rec').route = path;
+        const engine = (c.env as RequestBindings | undefined)?.engine ?? opts.engine;
+        if (!engine) throw new Error('no EngineClient: createApp was given none and the request brought none');
+        c.set('engine', engine);
+        return handler(c, next);
+      });
+    }
+    const allow = methods.join(', ');
     app.all(path, (c) => {
       c.get('rec').route = path;
-      throw new ApiError(405, `Method ${c.req.method} is not allowed on ${path}; use ${method}.`, 'method_not_allowed', null, { allow: method });
+      throw new ApiError(405, `Method ${c.req.method} is not allowed on ${path}; use ${methods.join(' or ')}.`, 'method_not_allowed', null, { allow });
     });
   };
+  const route = (method: Method, path: string, make: Make) => routes(path, { [method]: make });
   const isDraining = () => draining;
   route('GET', '/health', () => healthHandler());
   route('GET', '/ready', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/ping', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/version', () => versionHandler());
   route('GET', '/metrics', metricsHandler);
   if (opts.chatUi ?? true) {
     // Outside auth: the page itself holds no data; it asks for the key when the API answers 401.
@@ -154,10 +154,13 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   }
   route('POST', '/v1/chat/completions', chatHandler);
   route('POST', '/v1/completions', completionsHandler);
+  route('POST', '/v1/responses', createResponseHandler);
+  routes('/v1/responses/:id', { GET: retrieveResponseHandler, DELETE: deleteResponseHandler });
   route('GET', '/v1/models', listModelsHandler);
   route('GET', '/v1/models/:id{.+}', getModelHandler);
   route('POST', '/tokenize', tokenizeHandler);
   route('POST', '/detokenize', detokenizeHandler);
+  route('POST', '/v1/embeddings', () => embeddingsHandler());
 
   app.notFound(() => {
     throw new ApiError(404, 'Not found: no such route.', 'not_found');

@@ -6,6 +6,12 @@
 
 import type { TraceStage, Tracer } from '../protocol/trace.js';
 
+/**
+ * nginx's status for a request the client closed before its answer was complete (a Stop click, a client
+ * timeout): neither a success nor a server failure, so it never feeds 5xx rates or error logs.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 export interface FinishedRequest {
   id: string;
   method: string;
@@ -46,6 +52,8 @@ export class RequestRecord {
     private readonly now: () => number,
     private readonly onEnd: (r: FinishedRequest) => void,
     private readonly tracer?: Tracer,
+    /** The HTTP request's signal: aborted when the client went away (the runtime's doing). */
+    private readonly clientSignal?: AbortSignal,
   ) {
     this.startedAt = now();
     this.mark('gw.recv');
@@ -81,9 +89,11 @@ export class RequestRecord {
     this.outputTokens += count;
   }
 
+  /** Records the outcome; a client that went away before it makes it CLIENT_CLOSED_REQUEST, whatever the handler saw. */
   end(status = this.status): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.clientSignal?.aborted) status = CLIENT_CLOSED_REQUEST;
     this.status = status;
     this.onEnd({
       id: this.id,

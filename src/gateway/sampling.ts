@@ -2,14 +2,20 @@
 // defaults and the checks that need the model (vocab size, max_model_len).
 //
 // vLLM extras, decided: `ignore_eos`, `skip_special_tokens`, `stop_token_ids`, `top_k`, `min_p`,
-// `repetition_penalty` and `return_tokens_as_token_ids` are supported; `min_tokens` > 0 is rejected
-// (the engine contract has no such knob, and silently ignoring it would change outputs).
+// `repetition_penalty`, `return_tokens_as_token_ids` and `min_tokens` (stop ids banned and stop strings
+// unmatched until that many tokens, as vLLM) are supported.
 
 import type { ModelInfo, SamplingParams } from '../protocol/engine-client.js';
 import { badRequest } from './errors.js';
 import type { ChatRequest, CompletionRequest } from './schemas.js';
 
 type Common = ChatRequest | CompletionRequest;
+/** The sampling fields buildSampling reads (the Responses API has them too, without `n` or `stream_options`). */
+export type SamplingFields = Pick<
+  Common,
+  | 'temperature' | 'top_p' | 'top_k' | 'min_p' | 'repetition_penalty' | 'frequency_penalty' | 'presence_penalty'
+  | 'logit_bias' | 'seed' | 'stop' | 'stop_token_ids' | 'ignore_eos' | 'skip_special_tokens' | 'min_tokens'
+>;
 
 export interface StreamPlan {
   stream: boolean;
@@ -30,7 +36,7 @@ export function streamPlan(body: Common): StreamPlan {
 }
 
 export function buildSampling(
-  body: Common,
+  body: SamplingFields,
   model: ModelInfo,
   opts: { maxTokens: number | null; logprobs: number | null },
 ): SamplingParams {
@@ -41,7 +47,10 @@ export function buildSampling(
       'max_tokens',
     );
   }
-  if ((body.min_tokens ?? 0) > 0) throw badRequest('min_tokens is not supported by this server', 'min_tokens');
+  const minTokens = body.min_tokens ?? 0;
+  if (opts.maxTokens !== null && minTokens > opts.maxTokens) {
+    throw badRequest(`min_tokens must be less than or equal to max_tokens=${opts.maxTokens}, got ${minTokens}.`, 'min_tokens');
+  }
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
   return {
     maxTokens: opts.maxTokens,
@@ -57,6 +66,7 @@ export function buildSampling(
     stop: stop.filter((s) => s.length > 0),
     stopTokenIds: (body.stop_token_ids ?? []).map((id) => checkTokenId(id, model.vocabSize, 'stop_token_ids')),
     ignoreEos: body.ignore_eos ?? false,
+    minTokens,
     logprobs: opts.logprobs,
     skipSpecialTokens: body.skip_special_tokens ?? true,
   };

@@ -44,6 +44,9 @@ const common = {
   min_tokens: opt(int(0, MAX_TOKEN_ID)),
 };
 
+/** The shared fields, for routes that take a subset of them (/v1/responses: ./responses/schema.ts). */
+export const commonRequestFields = common;
+
 const textPart = z.object({ type: z.literal('text'), text: z.string() });
 export const chatMessageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),

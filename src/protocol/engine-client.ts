@@ -53,6 +53,8 @@ export interface SamplingParams {
   stop: string[]; // stop strings: never sent to the client
   stopTokenIds: number[]; // in addition to the model's eos ids
   ignoreEos: boolean;
+  /** vLLM's min_tokens: stop ids (eos included) and stop strings end no choice before this many tokens. Absent: 0. */
+  minTokens?: number;
   logprobs: number | null; // null: none; N: the chosen token plus the top-N alternatives
   skipSpecialTokens: boolean;
 }
@@ -145,6 +147,19 @@ export interface TokenizeRequest {
   addGenerationPrompt: boolean;
 }
 
+/**
+ * The sidecar's bounded store of Responses API responses (`store`, `previous_response_id`, GET/DELETE
+ * /v1/responses/{id}): opaque JSON strings by response id, least recently used dropped first past its
+ * count or byte limit. Every gateway of one sidecar shares it; replicas do not share each other's.
+ */
+export interface ResponseStore {
+  put(id: string, value: string): Promise<void>;
+  /** null: never stored, deleted, or dropped by the limits. */
+  get(id: string): Promise<string | null>;
+  /** false: there was nothing to delete. */
+  delete(id: string): Promise<boolean>;
+}
+
 export interface EngineClient {
   /** Starts a request; the iterator yields its events and ends after `done`. Rejects/throws EngineError. */
   stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent>;
@@ -155,5 +170,7 @@ export interface EngineClient {
   model(): Promise<ModelInfo>;
   tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }>;
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
+  /** Absent where the engine keeps no responses (then `store` / `previous_response_id` are refused). */
+  readonly responses?: ResponseStore;
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@ import {
   type EngineStats,
   type Health,
   type ModelInfo,
+  type ResponseStore,
   type SubmitRequest,
   type TokenizeRequest,
 } from './engine-client.js';
@@ -143,6 +144,13 @@ export class FramedEngineClient implements EngineClient {
   async detokenize(tokens: number[]): Promise<{ prompt: string }> {
     return (await this.call('DETOKENIZE', { tokens }, true)) as { prompt: string };
   }
+
+  /** The sidecar's store, over the connection (a sidecar without one answers INVALID_REQUEST). */
+  readonly responses: ResponseStore = {
+    put: async (id, value) => void (await this.call('RESPONSE_PUT', { id, value }, true)),
+    get: async (id) => (await this.call('RESPONSE_GET', { id }, true)) as string | null,
+    delete: async (id) => (await this.call('RESPONSE_DELETE', { id }, true)) as boolean,
+  };
 
   async close(): Promise<void> {
     this.closedForGood = true;

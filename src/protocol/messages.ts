@@ -5,7 +5,8 @@
 // in the frame's type byte, not in the JSON. Streams are multiplexed by request id (`id`, the
 // SubmitRequest id); unary calls carry a correlation id (`cid`) answered by one REPLY.
 //
-//   client → server: HELLO, SUBMIT, ABORT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE
+//   client → server: HELLO, SUBMIT, ABORT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE,
+//                    RESPONSE_PUT, RESPONSE_GET, RESPONSE_DELETE (the sidecar's ResponseStore)
 //   server → client: HELLO_OK | HELLO_ERR (exactly one, first), EVENT (per request id), REPLY (per cid)
 
 import { z } from 'zod';
@@ -20,7 +21,7 @@ import type {
 import { encodeFrame, FrameError, type Frame } from './framing.js';
 
 /** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const MsgType = {
   HELLO: 0x01,
@@ -34,6 +35,9 @@ export const MsgType = {
   MODEL: 0x22,
   TOKENIZE: 0x23,
   DETOKENIZE: 0x24,
+  RESPONSE_PUT: 0x25,
+  RESPONSE_GET: 0x26,
+  RESPONSE_DELETE: 0x27,
   REPLY: 0x30,
 } as const;
 export type MsgTypeName = keyof typeof MsgType;
@@ -67,6 +71,7 @@ const sampling = z.object({
   stop: z.array(z.string()),
   stopTokenIds: z.array(int),
   ignoreEos: z.boolean(),
+  minTokens: int.nonnegative().optional(),
   logprobs: int.nullable(),
   skipSpecialTokens: z.boolean(),
 });
@@ -154,6 +159,9 @@ export const messageSchemas = {
   MODEL: z.object({ cid }),
   TOKENIZE: z.object({ cid, req: tokenizeRequestSchema }),
   DETOKENIZE: z.object({ cid, tokens: z.array(int) }),
+  RESPONSE_PUT: z.object({ cid, id: z.string(), value: z.string() }),
+  RESPONSE_GET: z.object({ cid, id: z.string() }),
+  RESPONSE_DELETE: z.object({ cid, id: z.string() }),
   REPLY: z.union([
     z.object({ cid, ok: z.literal(true), result: z.unknown() }),
     z.object({ cid, ok: z.literal(false), error: wireErrorSchema }),
@@ -172,6 +180,9 @@ export const callResultSchemas = {
   MODEL: modelInfoSchema,
   TOKENIZE: tokenizeResultSchema,
   DETOKENIZE: detokenizeResultSchema,
+  RESPONSE_PUT: z.null(),
+  RESPONSE_GET: z.string().nullable(),
+  RESPONSE_DELETE: z.boolean(),
 } as const;
 
 const typeByByte = new Map<number, MsgTypeName>(

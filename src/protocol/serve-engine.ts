@@ -10,7 +10,7 @@
 // - When the connection closes, every request it started is aborted in the backend (a gateway that
 //   died must not leave KV blocks allocated).
 
-import { EngineError, type EngineClient, type SubmitRequest } from './engine-client.js';
+import { EngineError, type EngineClient, type ResponseStore, type SubmitRequest } from './engine-client.js';
 import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from './framing.js';
 import {
   constantTimeEqual,
@@ -129,10 +129,26 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
         return reply(msg.body.cid, backend.tokenize(msg.body.req));
       case 'DETOKENIZE':
         return reply(msg.body.cid, backend.detokenize(msg.body.tokens));
+      case 'RESPONSE_PUT':
+        return reply(msg.body.cid, store().put(msg.body.id, msg.body.value).then(() => null));
+      case 'RESPONSE_GET':
+        return reply(msg.body.cid, store().get(msg.body.id));
+      case 'RESPONSE_DELETE':
+        return reply(msg.body.cid, store().delete(msg.body.id));
       default:
         report(new Error(`client sent a server message: ${msg.type}`));
         transport.close();
     }
+  }
+
+  /** The backend's response store; a REPLY error when it keeps none. */
+  function store(): ResponseStore {
+    if (backend.responses) return backend.responses;
+    return {
+      put: () => Promise.reject(noStore()),
+      get: () => Promise.reject(noStore()),
+      delete: () => Promise.reject(noStore()),
+    };
   }
 
   function refuse(code: WireError['code'], message: string): void {
@@ -173,6 +189,8 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     close: () => transport.close(),
   };
 }
+
+const noStore = () => new EngineError('INVALID_REQUEST', 'this engine keeps no stored responses');
 
 function toWireError(err: unknown): WireError {
   if (err instanceof EngineError) return { code: err.code, message: err.message, param: err.param };

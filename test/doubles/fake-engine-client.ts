@@ -20,6 +20,7 @@ import {
   type TokenizeRequest,
 } from '../../src/protocol/engine-client.js';
 import { completionBudget } from '../../src/sidecar/server/prompt.js';
+import { MemoryResponseStore } from '../../src/sidecar/server/response-store.js';
 import { DEFAULT_CORPUS, FakeChoice, hashIds } from './fake-generation.js';
 import { FakeTokenizer } from './fake-tokenizer.js';
 
@@ -39,6 +40,8 @@ export interface FakeEngineClientOptions {
    * reply is exactly the corpus (one lap, then EOS): scripted replies for UI tests.
    */
   fixedStart?: number;
+  /** Keep a response store (the sidecar's, in memory); default true. false: a client without one. */
+  responseStore?: boolean;
 }
 
 export type AbortVia = 'abort()' | 'signal' | 'consumer-return';
@@ -57,7 +60,9 @@ export class FakeEngineClient implements EngineClient {
   private readonly corpus: number[];
   private readonly activeReqs = new Map<string, Active>();
   private readonly peaks = { running: 0, waiting: 0 }; // EngineStats' maxRunning / maxWaiting
-  private readonly opts: Required<Omit<FakeEngineClientOptions, 'model' | 'corpus' | 'ready' | 'fixedStart'>>;
+  private readonly opts: Required<Omit<FakeEngineClientOptions, 'model' | 'corpus' | 'ready' | 'fixedStart' | 'responseStore'>>;
+  /** The sidecar's store class itself (its limits are the sidecar's defaults). */
+  readonly responses: MemoryResponseStore | undefined;
   private readonly fixedStart: number | null;
   private ready: boolean;
   private draining = false;
@@ -84,6 +89,7 @@ export class FakeEngineClient implements EngineClient {
     this.corpus = this.tokenizer.encode(options.corpus ?? DEFAULT_CORPUS, false);
     this.ready = options.ready ?? true;
     this.fixedStart = options.fixedStart ?? null;
+    this.responses = options.responseStore === false ? undefined : new MemoryResponseStore();
     this.opts = {
       maxRunning: options.maxRunning ?? 8,
       maxQueued: options.maxQueued ?? 64,

@@ -40,12 +40,12 @@ describe('POST /v1/chat/completions (JSON)', () => {
     const res = await post('/v1/chat/completions', {
       model: MODEL, messages: msgs, max_tokens: 50, max_completion_tokens: 3, temperature: 0, top_p: 0.5, top_k: 20, min_p: 0.1,
       frequency_penalty: 0.5, presence_penalty: -0.5, repetition_penalty: 1.1, seed: 7, stop: 'xyz', logit_bias: { '100': -100, '5': 2.5 },
-      ignore_eos: true, stop_token_ids: [7], some_future_field: { nested: true },
+      ignore_eos: true, stop_token_ids: [7], min_tokens: 2, some_future_field: { nested: true },
     });
     expect(res.status).toBe(200);
     expect(engine.submitted[0]!.sampling).toEqual({
       maxTokens: 3, temperature: 0, topP: 0.5, topK: 20, minP: 0.1, repetitionPenalty: 1.1, frequencyPenalty: 0.5, presencePenalty: -0.5,
-      logitBias: { 100: -100, 5: 2.5 }, seed: 7, stop: ['xyz'], stopTokenIds: [7], ignoreEos: true, logprobs: null, skipSpecialTokens: true,
+      logitBias: { 100: -100, 5: 2.5 }, seed: 7, stop: ['xyz'], stopTokenIds: [7], ignoreEos: true, minTokens: 2, logprobs: null, skipSpecialTokens: true,
     });
   });
 
@@ -102,9 +102,9 @@ describe('POST /v1/chat/completions (JSON)', () => {
     expect(p.kind === 'chat' && p.messages.map((m) => m.content)).toEqual(['ab', '', 'q']);
   });
 
-  it('rejects top_logprobs without logprobs, tools, json response formats and min_tokens', async () => {
+  it('rejects top_logprobs without logprobs, tools, json response formats and min_tokens above max_tokens', async () => {
     const { post } = setup();
-    for (const extra of [{ top_logprobs: 2 }, { tools: [{ type: 'function' }] }, { response_format: { type: 'json_object' } }, { min_tokens: 3 }]) {
+    for (const extra of [{ top_logprobs: 2 }, { tools: [{ type: 'function' }] }, { response_format: { type: 'json_object' } }, { min_tokens: 3, max_tokens: 2 }]) {
       await expectError(await post('/v1/chat/completions', { model: MODEL, messages: msgs, ...extra }), 400);
     }
   });

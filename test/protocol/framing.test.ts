@@ -28,6 +28,9 @@ const SAMPLES: Message[] = [
   { type: 'MODEL', body: { cid: 4 } },
   { type: 'TOKENIZE', body: { cid: 5, req: { prompt: 'hi', addSpecialTokens: true, addGenerationPrompt: false } } },
   { type: 'DETOKENIZE', body: { cid: 6, tokens: [1, 2] } },
+  { type: 'RESPONSE_PUT', body: { cid: 7, id: 'resp_1', value: '{"a":1}' } },
+  { type: 'RESPONSE_GET', body: { cid: 8, id: 'resp_1' } },
+  { type: 'RESPONSE_DELETE', body: { cid: 9, id: 'resp_1' } },
   { type: 'REPLY', body: { cid: 6, ok: true, result: { prompt: 'hi' } } },
   { type: 'REPLY', body: { cid: 7, ok: false, error: { code: 'INTERNAL', message: 'x', param: null } } },
 ];

@@ -286,7 +286,14 @@ __global__ void __launch_bounds__(kSampleThreads, 2)
   const int r = blockIdx.x, t = threadIdx.x;
   const SampleParams p = sp[r];
   float* w = y + size_t(r) * V;  // becomes the weights
-  if (p.temperature <= 0.0f) {   // greedy: first maximum
+  // Banned ids (min_tokens): -inf in the hi plane makes every plane sum -inf, so neither the greedy
+  // maximum nor the weights (expf(-inf) = 0) can pick them. Written before any thread reads the row.
+  if (t < p.n_ban && t < EE_CUDA_MAX_BANS) {
+    const int id = p.ban[t];
+    if (id >= 0 && id < V) w[id] = -INFINITY;
+  }
+  __syncthreads();
+  if (p.temperature <= 0.0f) {  // greedy: first maximum
     unsigned long long best = 0;
     for (int v = t; v < V; v += kSampleThreads) {
       const float x = planes_sum(y, size_t(r) * V + v, size_t(R) * V, planes);

@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
+#include "ernie_cuda.h"  // EE_CUDA_MAX_BANS
+
 namespace eec {
 
 // Per-step row metadata on the device (one int buffer, uploaded once per step).
@@ -103,7 +105,8 @@ void logits_argmax(const float* y, int R, int V, int planes, unsigned long long*
 // (from the sequence's own random stream, on the host).
 struct SampleParams {
   float temperature, top_p, min_p, u;
-  int top_k, pad0, pad1, pad2;
+  int top_k, n_ban, pad1, pad2;
+  int32_t ban[EE_CUDA_MAX_BANS];  // the first n_ban: ids the row may not pick (their logits become -inf)
 };
 // y: lm_head output [planes*R, V] (overwritten); out[r] = the sampled token of row r.
 void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s);

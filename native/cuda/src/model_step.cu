@@ -123,6 +123,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
         p.min_p = sampling[i].min_p;
         p.u = sampling[i].u;
         p.top_k = sampling[i].top_k;
+        p.n_ban = std::min(std::max(sampling[i].n_ban, 0), EE_CUDA_MAX_BANS);
+        for (int b = 0; b < p.n_ban; ++b) p.ban[b] = sampling[i].ban[b];
       }
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));

@@ -107,6 +107,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (r.logit_bias_ids.size() != r.logit_bias_values.size())
       return Napi::String::New(info.Env(), "logit bias ids and values differ in length");
     r.stop_token_ids = vec<int32_t, Napi::Int32Array>(o.Get("stopTokenIds"));
+    r.min_tokens = get_int(o, "minTokens", 0);
     r.logprobs = get_int(o, "logprobs", -1);
     std::string err = h_->engine->submit(std::move(r));
     return err.empty() ? info.Env().Null() : Napi::String::New(info.Env(), err);

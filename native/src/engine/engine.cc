@@ -44,7 +44,7 @@ std::string Engine::submit(RequestSpec r) {
   if (r.logprobs > cfg_.max_logprobs)
     return "logprobs may ask for at most " + std::to_string(cfg_.max_logprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
-      !(r.repetition_penalty > 0))
+      !(r.repetition_penalty > 0) || r.min_tokens < 0)
     return "invalid sampling parameters";
   if (int64_t(P) + r.max_tokens > cfg_.max_model_len)
     return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
@@ -176,7 +176,11 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
   Sampler::note_token(s, so.token, runner_->config().vocab_size);
   ++generation_tokens_;
   const auto& stops = r.spec->stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), so.token) != stops.end()) finish_seq(r, s, Finish::Stop, out, &o);
+  // Under min_tokens a stop id cannot be sampled; if one still came (every other logit was -inf) it
+  // does not end the sequence either, as in vLLM (num_output already counts this token).
+  const bool may_stop = s.num_output() > r.spec->min_tokens;
+  if (may_stop && std::find(stops.begin(), stops.end(), so.token) != stops.end())
+    finish_seq(r, s, Finish::Stop, out, &o);
   else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
     finish_seq(r, s, Finish::Length, out, &o);
 }
@@ -221,8 +225,8 @@ void Engine::step(std::vector<StepOutput>& out) {
   std::vector<int> row_of(so.seqs.size(), -1);
   int rows = 0;
   // Where the tokens are chosen: on the device when every sampled row is plain greedy (argmax) or
-  // also plain sampling (temperature / top-k / top-p / min-p, drawn with the sequence's own
-  // uniform); else the logits come to the host sampler.
+  // device-samplable (temperature / top-k / top-p / min-p drawn with the sequence's own uniform, or
+  // greedy; either with min_tokens' stop ids banned); else the logits come to the host sampler.
   bool greedy_only = runner_->has_device_argmax(), device_only = greedy_only;
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const Scheduled& sc = so.seqs[i];
@@ -233,7 +237,7 @@ void Engine::step(std::vector<StepOutput>& out) {
       row_of[i] = rows++;
       const bool greedy = plain_greedy(s);
       greedy_only = greedy_only && greedy;
-      device_only = device_only && (greedy || (runner_->has_device_sampling() && plain_sampling(s)));
+      device_only = device_only && (greedy || (runner_->has_device_sampling() && device_samplable(s)));
     }
   }
   std::vector<float>& logits = logits_;  // reused: 64 rows of a 103k vocabulary are 26 MB per step
@@ -244,10 +248,20 @@ void Engine::step(std::vector<StepOutput>& out) {
     for (size_t i = 0; i < so.seqs.size(); ++i) {
       if (row_of[i] < 0) continue;
       Sequence& s = *so.seqs[i].seq;
-      if (plain_greedy(s)) continue;  // temperature 0: argmax on the device
+      if (plain_greedy(s)) continue;  // temperature 0, nothing banned: argmax on the device
       const RequestSpec& r = *s.req;
-      // One uniform per sampled token, from the sequence's stream, as the host sampler draws it.
-      params[size_t(row_of[i])] = {r.temperature, r.top_p, r.min_p, float(s.rng.uniform()), r.top_k};
+      DeviceSampling& p = params[size_t(row_of[i])];
+      p.temperature = r.temperature;
+      p.top_p = r.top_p;
+      p.min_p = r.min_p;
+      p.top_k = r.top_k;
+      // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
+      // (greedy draws none there either).
+      p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
+      if (r.bans_stops(s.num_output())) {
+        p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
+        std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
+      }
     }
     st = runner_->forward_sample(slices, params, argmax);
   } else if (st.is_ok()) {
@@ -298,9 +312,16 @@ bool Engine::raw_logits_suffice(const Sequence& s) {
   return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
 }
 
-bool Engine::plain_greedy(const Sequence& s) { return s.req->temperature <= 0.0f && raw_logits_suffice(s); }
+bool Engine::plain_greedy(const Sequence& s) {
+  return s.req->temperature <= 0.0f && raw_logits_suffice(s) && !s.req->bans_stops(s.num_output());
+}
 
-bool Engine::plain_sampling(const Sequence& s) { return s.req->temperature > 0.0f && raw_logits_suffice(s); }
+// NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler.
+bool Engine::device_samplable(const Sequence& s) {
+  const RequestSpec& r = *s.req;
+  return raw_logits_suffice(s) &&
+         (!r.bans_stops(s.num_output()) || r.stop_token_ids.size() <= size_t(DeviceSampling::kMaxBans));
+}
 
 void Engine::loop() {
   for (;;) {

@@ -100,10 +100,12 @@ class Engine {
   int live_waiting() const;  // under mu_
   // Whether this sequence's next token needs nothing but its raw logits row (no bias, no penalties,
   // no logprobs, no fork pending): then the runner may choose it where the logits are, greedily
-  // (plain_greedy: a device argmax) or by temperature sampling (plain_sampling).
+  // (plain_greedy: a device argmax, which takes no parameters) or with the device sampler
+  // (device_samplable: temperature sampling, or greedy with the min_tokens ban of at most
+  // DeviceSampling::kMaxBans stop ids, which the device sampler applies).
   static bool raw_logits_suffice(const Sequence& s);
   static bool plain_greedy(const Sequence& s);
-  static bool plain_sampling(const Sequence& s);
+  static bool device_samplable(const Sequence& s);
 
   std::unique_ptr<IModelRunner> runner_;
   ThreadPool* pool_;

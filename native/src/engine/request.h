@@ -23,7 +23,13 @@ struct RequestSpec {
   std::vector<int32_t> logit_bias_ids;
   std::vector<float> logit_bias_values;
   std::vector<int32_t> stop_token_ids;
+  // vLLM's min_tokens: while a sequence has fewer outputs than this, every stop token id (eos
+  // included) is banned from sampling and none ends it.
+  int min_tokens = 0;
   int logprobs = -1;  // -1: none; k >= 0: chosen + top-k
+
+  // True while sequence outputs `num_output` must not end on a stop token.
+  bool bans_stops(int num_output) const { return num_output < min_tokens && !stop_token_ids.empty(); }
 
   bool uses_penalties() const {
     return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;

@@ -110,6 +110,11 @@ SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) 
     const int32_t t = r.logit_bias_ids[i];
     if (t >= 0 && t < V) x[size_t(t)] += r.logit_bias_values[i];
   }
+  // min_tokens: stop ids get no probability (greedy skips them; sampling weighs them 0, or the
+  // vectorised exp's floor e^-87 next to the maximum's 1).
+  if (r.bans_stops(s.num_output()))
+    for (const int32_t t : r.stop_token_ids)
+      if (t >= 0 && t < V) x[size_t(t)] = -INFINITY;
   if (r.uses_penalties()) {
     if (s.seen.empty()) note_token(s, -1, V);  // builds the prompt's presence set
     if (r.repetition_penalty != 1.0f)

@@ -1,5 +1,5 @@
-// Token selection for one sequence from one logits row: logit bias, repetition / frequency /
-// presence penalties, temperature, top-k, top-p, min-p, a draw from the sequence's own random
+// Token selection for one sequence from one logits row: logit bias, the min_tokens ban on stop ids,
+// repetition / frequency / presence penalties, temperature, top-k, top-p, min-p, a draw from the sequence's own random
 // stream; plus logprobs. Per-sequence and deterministic: the same row, parameters and stream give
 // the same token whatever else is in the batch.
 #pragma once

@@ -90,7 +90,12 @@ class CudaModelRunner : public IModelRunner {
     if (params.size() != tokens.size()) return Status::error("forward_sample: one sampling entry per logits row");
     std::vector<EeCudaSample> sp;
     sp.reserve(params.size());
-    for (const DeviceSampling& p : params) sp.push_back({p.temperature, p.top_p, p.min_p, p.u, p.top_k});
+    static_assert(DeviceSampling::kMaxBans == EE_CUDA_MAX_BANS, "one ban list size on both sides of the ABI");
+    for (const DeviceSampling& p : params) {
+      EeCudaSample s{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}};
+      std::copy(p.ban, p.ban + DeviceSampling::kMaxBans, s.ban);
+      sp.push_back(s);
+    }
     int32_t dummy;
     return run(batch, nullptr, tokens.empty() ? &dummy : tokens.data(), sp.empty() ? nullptr : sp.data());
   }

@@ -2,8 +2,9 @@
 // `echo` is not part of OpenAI's chat API and is ignored here; tools/response formats other than text
 // are rejected by the schema.
 
-import type { ChatMessage, SubmitRequest } from '../../protocol/engine-client.js';
+import type { SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
+import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { checkSequences } from '../sequence-limit.js';
 import { startRuns, streamed, type RunGroup } from '../engine-run.js';
@@ -11,7 +12,7 @@ import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
-import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
+import { chatRequestSchema } from '../schemas.js';
 import { sseResponse } from '../sse.js';
 
 export function chatHandler(deps: RouteDeps) {
@@ -75,11 +76,6 @@ export function chatHandler(deps: RouteDeps) {
       group.cancel();
     }
   };
-}
-
-function toEngineMessage(m: ChatMessageIn): ChatMessage {
-  const content = m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
-  return { role: m.role, content };
 }
 
 async function* chatChunks(

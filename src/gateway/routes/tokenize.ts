@@ -3,6 +3,7 @@
 //   {model?, tokens} → {prompt}
 
 import { readJsonBody } from '../body.js';
+import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { badRequest } from '../errors.js';
 import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
@@ -14,7 +15,7 @@ export function tokenizeHandler(deps: RouteDeps) {
     const chat = 'messages' in body;
     const { tokens, maxModelLen } = await c.var.engine.tokenize({
       prompt: chat ? undefined : body.prompt,
-      messages: chat ? body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join('') })) : undefined,
+      messages: chat ? body.messages.map(toEngineMessage) : undefined,
       addSpecialTokens: body.add_special_tokens ?? true,
       addGenerationPrompt: chat ? (body.add_generation_prompt ?? true) : false,
     });

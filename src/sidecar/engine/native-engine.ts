@@ -25,6 +25,7 @@ export interface EngineRequest {
   logitBiasIds: Int32Array;
   logitBiasValues: Float32Array;
   stopTokenIds: Int32Array; // generation ends after emitting one of these (eos ids unless ignore_eos)
+  minTokens?: number; // default 0; stop ids are banned from sampling (and end nothing) while a choice has fewer outputs
   logprobs: number; // -1: none; k >= 0: the chosen token's logprob plus the top-k alternatives
 }
 

@@ -213,6 +213,7 @@ export class EngineHost implements EngineClient {
         n: req.n,
         promptTokens: ids.length,
         stop: req.sampling.stop,
+        minTokens: req.sampling.minTokens ?? 0,
         skipSpecialTokens: req.sampling.skipSpecialTokens,
         logprobs: req.sampling.logprobs,
         eosStops: new Set(req.sampling.ignoreEos ? [] : bundle.eosIds),

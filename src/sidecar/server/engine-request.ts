@@ -35,6 +35,7 @@ export function toEngineRequest(
     logitBiasIds: Int32Array.from(bias, ([k]) => k),
     logitBiasValues: Float32Array.from(bias, ([, v]) => v),
     stopTokenIds: Int32Array.from(stop),
+    minTokens: s.minTokens ?? 0,
     logprobs: s.logprobs ?? -1,
   };
 }

@@ -30,6 +30,8 @@ export interface LiveRequestInit {
   n: number;
   promptTokens: number;
   stop: string[];
+  /** Stop strings are not matched in the text of a choice's first minTokens tokens (vLLM). */
+  minTokens: number;
   skipSpecialTokens: boolean;
   logprobs: number | null;
   /** eos ids that were stop ids for this request (stopReason null), i.e. none when ignore_eos. */
@@ -50,7 +52,7 @@ export class LiveRequest {
     private readonly bundle: TokenizerBundle,
   ) {
     this.choices = Array.from({ length: init.n }, () => ({
-      detok: bundle.newDetokenizer({ stop: init.stop, skipSpecialTokens: init.skipSpecialTokens }),
+      detok: bundle.newDetokenizer({ stop: init.stop, skipSpecialTokens: init.skipSpecialTokens, minTokens: init.minTokens }),
       tokens: 0,
       finish: null,
       engineRunning: true,

@@ -1,17 +1,32 @@
 // What the sidecar's sockets serve while the model loads: every call answers NOT_READY (the gateway's
 // /ready says 503, its requests get 503 + Retry-After) and health() says `loading`. Once the EngineHost
-// exists, `ready(host)` switches every call over to it; `failed(err)` reports a failed load.
+// exists, `ready(host)` switches every call over to it; `failed(err)` reports a failed load. The response
+// store (./response-store.ts) is the backend's own, not the host's: one per sidecar, for all its gateways.
 // Serving before the load finishes is what lets /health be 200 and /ready 503 during start-up.
 
-import { EngineError, type EngineEvent, type EngineStats, type Health, type ModelInfo, type SubmitRequest, type TokenizeRequest } from '../../protocol/engine-client.js';
+import {
+  EngineError,
+  type EngineEvent,
+  type EngineStats,
+  type Health,
+  type ModelInfo,
+  type ResponseStore,
+  type SubmitRequest,
+  type TokenizeRequest,
+} from '../../protocol/engine-client.js';
 import type { EngineBackend } from '../../protocol/serve-engine.js';
 import type { EngineHost } from './engine-host.js';
+import { MemoryResponseStore } from './response-store.js';
 
 export class LoadingBackend implements EngineBackend {
   private host: EngineHost | null = null;
   private failure: string | null = null;
 
-  constructor(private status = 'loading the model') {}
+  constructor(
+    private status = 'loading the model',
+    /** One per sidecar process, shared by every connection (every gateway). */
+    readonly responses: ResponseStore = new MemoryResponseStore(),
+  ) {}
 
   /** Progress text for health() while loading ("generating default weights 40%"). */
   setStatus(status: string): void {

@@ -21,6 +21,11 @@ export interface DetokenizerOptions {
   stop?: readonly string[];
   /** Drop special ids (control markers, eos) from the text. */
   skipSpecialTokens?: boolean;
+  /**
+   * vLLM's min_tokens: the text of the first minTokens ids is released as it is, never matched against
+   * stop strings (a stop string that started there and ends later is not matched either). Default 0.
+   */
+  minTokens?: number;
 }
 
 /** One pushed id, for logprobs: its own bytes and text (tokenText), independent of the stream state. */
@@ -47,6 +52,8 @@ export class IncrementalDetokenizer {
   private pendingLen = 0;
   private held = ''; // released text withheld because it may begin a stop string
   private stoppedBy: string | null = null;
+  private readonly minTokens: number;
+  private pushed = 0; // ids pushed so far
 
   constructor(
     private readonly tokenizer: Tokenizer,
@@ -55,6 +62,7 @@ export class IncrementalDetokenizer {
     this.stops = (opts.stop ?? []).filter((s) => s.length > 0);
     this.maxStopLen = this.stops.reduce((m, s) => Math.max(m, s.length), 0);
     this.skipSpecial = opts.skipSpecialTokens ?? false;
+    this.minTokens = opts.minTokens ?? 0;
   }
 
   /** The stop string that ended the stream, if any. */
@@ -64,20 +72,22 @@ export class IncrementalDetokenizer {
 
   push(ids: readonly number[]): PushResult {
     const tokens: TokenInfo[] = [];
+    let early = ''; // text of ids within minTokens: released as is
     let text = '';
     for (const id of ids) {
       tokens.push({ id, text: this.tokenizer.tokenText(id), bytes: this.tokenizer.tokenBytes(id) });
       if (this.stoppedBy !== null) continue;
       const p = this.tokenizer.streamPiece(id);
+      const within = ++this.pushed <= this.minTokens;
       if (p === null || (this.skipSpecial && this.tokenizer.specialIds.has(id))) continue;
-      if (typeof p === 'number') text += this.pushByte(p);
-      else {
-        if (this.pendingLen > 0) text += this.dropPending();
-        text += p;
-      }
+      let piece: string;
+      if (typeof p === 'number') piece = this.pushByte(p);
+      else piece = (this.pendingLen > 0 ? this.dropPending() : '') + p;
+      if (within) early += piece;
+      else text += piece;
     }
     if (this.stoppedBy !== null) return { text: '', stopped: null, tokens };
-    const out = this.release(text, false);
+    const out = early + this.release(text, false);
     return { text: out, stopped: this.stoppedBy !== null ? { stop: this.stoppedBy } : null, tokens };
   }
 
@@ -88,7 +98,7 @@ export class IncrementalDetokenizer {
   flush(): string {
     if (this.stoppedBy !== null) return '';
     const tail = this.pendingLen > 0 ? this.dropPending() : '';
-    return this.release(tail, true);
+    return this.pushed <= this.minTokens ? tail : this.release(tail, true);
   }
 
   private pushByte(b: number): string {

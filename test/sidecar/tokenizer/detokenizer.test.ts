@@ -67,6 +67,23 @@ describe.each(['sentencepiece', 'hf-json'] as const)('%s', (kind) => {
     expect(r.emitted[i]).toBe('风送');
   });
 
+  it('min_tokens: a stop string in the text of the first min_tokens ids is ordinary text; later ones stop', () => {
+    const ids = b().tokenizer.encode(POEM);
+    // The ids up to the end of '叶' (within min_tokens) are released as they are, '叶' included.
+    const upTo = (ch: string) => ids.findIndex((_, k) => b().tokenizer.decode(ids.slice(0, k + 1)).includes(ch)) + 1;
+    const within = upTo('叶');
+    const d = b().newDetokenizer({ stop: ['叶', '露'], minTokens: within });
+    const r = d.push(ids);
+    expect(r.stopped).toEqual({ stop: '露' });
+    expect(r.text).toBe('金风送爽叶纷飞，玉');
+    // One id fewer: '叶' completes past min_tokens and stops as usual.
+    const early = b().newDetokenizer({ stop: ['叶', '露'], minTokens: within - 1 }).push(ids);
+    expect(early).toMatchObject({ text: '金风送爽', stopped: { stop: '叶' } });
+    // A stream that ends within min_tokens flushes its text without matching.
+    const short = b().newDetokenizer({ stop: ['爽'], minTokens: ids.length });
+    expect(short.push(ids.slice(0, upTo('爽'))).text + short.flush()).toBe('金风送爽');
+  });
+
   it('the earliest stop wins; nothing after it is ever released', () => {
     const ids = b().tokenizer.encode(POEM);
     const d = b().newDetokenizer({ stop: ['归', '叶'] });
