@@ -43,6 +43,7 @@ export async function startGatewayCluster(o: GatewayClusterOptions): Promise<Nod
   const reusePort = runtimeHasReusePort() && !('path' in o.listen);
   const metrics = new GatewayMetrics();
   const workers = new Map<number, Worker>(); // slot → its live process
+  const serving = new WeakSet<Worker>(); // those that reported `listening` (they heed `drain`)
   let stopping = false;
 
   const fork = (slot: number, listen: Listen): Promise<Listen> => {
@@ -54,6 +55,7 @@ export async function startGatewayCluster(o: GatewayClusterOptions): Promise<Nod
         if (!isMessage<WorkerMessage>(m)) return;
         if (m.type === 'listening') {
           listened = true;
+          serving.add(w);
           return resolve(m.address);
         }
         const reply = handleMetricsMessage(metrics, m);
@@ -103,7 +105,8 @@ export async function startGatewayCluster(o: GatewayClusterOptions): Promise<Nod
             clearTimeout(timer);
             resolve(code === 0);
           });
-          if (w.isConnected()) w.send({ type: 'drain' });
+          // One still starting (a restart) may not listen for `drain` yet, and serves nothing: SIGTERM.
+          if (w.isConnected() && serving.has(w)) w.send({ type: 'drain' });
           else w.process.kill('SIGTERM');
         }),
     );
