@@ -6,6 +6,7 @@
 import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
+import { defaultApiServerCount } from './cpu-budget.js';
 import { FLAGS } from './flags.js';
 
 export type EngineAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
@@ -19,6 +20,8 @@ export interface GatewayConfig {
   drainTimeoutMs: number;
   /** Lame-duck period before draining (node-server.ts drainDelayMs). */
   drainDelayMs: number;
+  /** Gateway processes on the one port (./cluster.ts); 1: the gateway runs in this process. */
+  apiServerCount: number;
 }
 
 /** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
@@ -141,6 +144,7 @@ export function buildConfig(args: ParsedArgs): Config {
       servedModelName: str('served-model-name'),
       drainTimeoutMs: drain * 1000,
       drainDelayMs: drainDelay * 1000,
+      apiServerCount: num('api-server-count') === undefined ? defaultApiServerCount() : positive('api-server-count', 1),
     },
     sidecar: {
       model: str('model'),

@@ -6,16 +6,34 @@ import { warmUpGateway } from '../gateway/warm-up.js';
 import type { EngineClient } from '../protocol/engine-client.js';
 import { createTcpEngineClient, createUnixEngineClient } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
-import type { Config, EngineAddress } from './config.js';
+import cluster from 'node:cluster';
+import { forwardFlags, type ParsedArgs } from './args.js';
+import { ClusterMetrics } from './cluster-metrics.js';
+import { ENV_LISTEN, ENV_REUSE_PORT, ENV_SLOT, isMessage, type PrimaryMessage, type WorkerMessage } from './cluster-messages.js';
+import { startGatewayCluster } from './cluster.js';
+import { formatEngineAddress, type Config, type EngineAddress } from './config.js';
 import type { CliLogger } from './logger.js';
-import { onTermination, serveNode, type NodeGateway } from './node-server.js';
+import { onTermination, serveNode, type Listen, type NodeGateway } from './node-server.js';
 import { tracerFromEnv } from './trace-file.js';
 
 export function connectEngine(addr: EngineAddress, secret: string | undefined, tracer?: Tracer): EngineClient {
   return addr.kind === 'unix' ? createUnixEngineClient(addr.path, { tracer }) : createTcpEngineClient(addr.host, addr.port, secret ?? '', { tracer });
 }
 
-export async function startGateway(cfg: Config, engine: EngineClient, logger: CliLogger, tracer?: Tracer): Promise<NodeGateway> {
+/** One gateway process of several (`--api-server-count`), as the primary (./cluster.ts) started it. */
+export interface ApiServerSlot {
+  slot: number;
+  listen: Listen;
+  reusePort: boolean;
+}
+
+/** The slot this process was forked for, or null when it is not a cluster gateway. */
+export function apiServerSlot(env: NodeJS.ProcessEnv): ApiServerSlot | null {
+  if (!cluster.isWorker || !env[ENV_SLOT] || !env[ENV_LISTEN]) return null;
+  return { slot: Number(env[ENV_SLOT]), listen: JSON.parse(env[ENV_LISTEN]) as Listen, reusePort: env[ENV_REUSE_PORT] === '1' };
+}
+
+export async function startGateway(cfg: Config, engine: EngineClient, logger: CliLogger, tracer?: Tracer, slot: ApiServerSlot | null = null): Promise<NodeGateway> {
   const g = cfg.gateway;
   const handle = createApp({
     engine,
@@ -24,14 +42,27 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     servedModelName: g.servedModelName,
     logger,
     tracer,
+    ...(slot ? { metrics: new ClusterMetrics(process) } : {}),
   });
   const warmUpRequests = await warmUpGateway(handle); // before listening: no request meets the cold code
-  const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs, drainDelayMs: g.drainDelayMs });
+  const gw = await serveNode({
+    handle,
+    engine,
+    listen: slot?.listen ?? g.listen,
+    drainTimeoutMs: g.drainTimeoutMs,
+    drainDelayMs: g.drainDelayMs,
+    ...(slot ? { responseHeaders: { [API_SERVER_HEADER]: String(slot.slot) }, reusePort: slot.reusePort } : {}),
+  });
   const a = gw.address;
   const url = 'path' in a ? `unix:${a.path}` : `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
-  logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off', warmUpRequests }, 'gateway listening');
+  const where = slot ? { apiServer: slot.slot } : {};
+  logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off', warmUpRequests, ...where }, 'gateway listening');
+  if (slot) process.send?.({ type: 'listening', address: a } satisfies WorkerMessage);
   return gw;
 }
+
+/** Names the gateway process that answered, when there are several (`--api-server-count`). */
+export const API_SERVER_HEADER = 'x-ernie-edge-api-server';
 
 /** Resolves with the first SIGTERM/SIGINT (a second one exits at once). */
 export function nextSignal(): Promise<NodeJS.Signals> {
@@ -41,17 +72,59 @@ export function nextSignal(): Promise<NodeJS.Signals> {
 }
 
 export async function shutdownGateway(gw: NodeGateway, logger: CliLogger, signal: string): Promise<void> {
-  logger.info({ signal, inFlight: gw.inFlight }, 'draining: /ready is 503, waiting for in-flight requests');
+  logger.info({ signal, ...(gw.inFlight === undefined ? {} : { inFlight: gw.inFlight }) }, 'draining: /ready is 503, waiting for in-flight requests');
   const clean = await gw.shutdown();
   if (clean) logger.info({}, 'gateway drained');
   else logger.warn({}, 'drain timeout: remaining connections were cut');
 }
 
-export async function runGatewayRole(cfg: Config, env: NodeJS.ProcessEnv, logger: CliLogger): Promise<number> {
-  const signal = nextSignal();
+export async function runGatewayRole(cfg: Config, args: ParsedArgs, env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<number> {
+  const slot = apiServerSlot(env);
+  if (!slot && cfg.gateway.apiServerCount > 1) {
+    const engine = cfg.engines[0]!;
+    return runGatewayCluster(cfg, gatewayArgs(args, engine), env, logger, binPath);
+  }
+  const signal = slot ? nextSignalOrDrain() : nextSignal();
   const tracer = tracerFromEnv(env);
   const engine = connectEngine(cfg.engines[0]!, cfg.engineSecret, tracer);
-  const gw = await startGateway(cfg, engine, logger, tracer);
+  const gw = await startGateway(cfg, engine, logger, tracer, slot);
+  await shutdownGateway(gw, logger, await signal);
+  return 0;
+}
+
+/** A cluster gateway's stop: a signal, the primary's `drain`, or the primary gone (its channel closed). */
+function nextSignalOrDrain(): Promise<string> {
+  return new Promise((resolve) => {
+    void nextSignal().then(resolve);
+    process.on('message', (m: unknown) => {
+      if (isMessage<PrimaryMessage>(m) && m.type === 'drain') resolve('drain (from the primary)');
+    });
+    process.once('disconnect', () => resolve('primary exited'));
+  });
+}
+
+/** The command line of one cluster gateway: `serve --role gateway --engine ADDR` and the gateway's flags. */
+export function gatewayArgs(args: ParsedArgs, engine: EngineAddress): string[] {
+  return ['serve', '--role', 'gateway', '--engine', formatEngineAddress(engine), ...forwardFlags(args.flags, 'gateway', ['role', 'engine', 'api-server-count'])];
+}
+
+/** `--api-server-count` gateway processes (./cluster.ts) running `gwArgs`, connected to one sidecar. */
+export function startGateways(cfg: Config, gwArgs: string[], env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<NodeGateway> {
+  return startGatewayCluster({
+    count: cfg.gateway.apiServerCount,
+    exec: binPath,
+    args: gwArgs,
+    // Flags read from the environment are never forwarded in argv (./args.ts): hand them over here.
+    env: { ...env, ...(cfg.gateway.apiKey ? { ERNIE_EDGE_API_KEY: cfg.gateway.apiKey } : {}), ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
+    listen: cfg.gateway.listen,
+    drainTimeoutMs: cfg.gateway.drainTimeoutMs,
+    logger,
+  });
+}
+
+async function runGatewayCluster(cfg: Config, gwArgs: string[], env: NodeJS.ProcessEnv, logger: CliLogger, binPath: string): Promise<number> {
+  const signal = nextSignal();
+  const gw = await startGateways(cfg, gwArgs, env, logger, binPath);
   await shutdownGateway(gw, logger, await signal);
   return 0;
 }

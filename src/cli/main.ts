@@ -61,7 +61,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, deps
   for (const note of cfg.notes) logger.info({}, note);
   try {
     if (cfg.role === 'sidecar') return await runSidecarRole(cfg, env, logger, deps.engineFactory ?? nativeEngineFactory);
-    if (cfg.role === 'gateway') return await runGatewayRole(cfg, env, logger);
+    if (cfg.role === 'gateway') return await runGatewayRole(cfg, args, env, logger, deps.bin ?? BIN);
     return await runServe(cfg, args, env, logger, deps.bin ?? BIN);
   } catch (err) {
     // Expected failures (a model that is not there) read as one clear line, not a stack.

@@ -9,7 +9,7 @@
 
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, ListenOptions } from 'node:net';
 import type { AppHandle } from '../gateway/app.js';
 import type { EngineClient } from '../protocol/engine-client.js';
 
@@ -26,12 +26,21 @@ export interface NodeGatewayOptions {
    * Default 0 (Kubernetes: use a preStop sleep instead, endpoints are removed on termination).
    */
   drainDelayMs?: number;
+  /** Headers set on every response (a gateway process of several names itself: ./cluster.ts). */
+  responseHeaders?: Record<string, string>;
+  /**
+   * TCP only: bind this process's own socket with SO_REUSEPORT (Node 22.12+), so several gateway
+   * processes share the port and the kernel spreads connections over them. In a cluster worker the
+   * socket is then the worker's own, not the primary's round-robin handle (exclusive).
+   */
+  reusePort?: boolean;
 }
 
 export interface NodeGateway {
   /** Where it listens: the bound port (useful with port 0) or the socket path. */
   readonly address: { host: string; port: number } | { path: string };
-  readonly inFlight: number;
+  /** Requests in flight in this process (absent for a cluster of processes: ./cluster.ts). */
+  readonly inFlight?: number;
   /** Drains and closes; resolves true when every in-flight request finished in time. Idempotent. */
   shutdown(): Promise<boolean>;
 }
@@ -41,8 +50,10 @@ export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> 
   let inFlight = 0;
   let draining = false;
   let idle: (() => void) | null = null;
+  const headers = Object.entries(opts.responseHeaders ?? {});
   server.on('request', (_req, res) => {
     inFlight++;
+    for (const [k, v] of headers) res.setHeader(k, v);
     // A response finishing or its connection dying both end the request ('close' fires for either).
     if (draining) res.shouldKeepAlive = false;
     res.once('close', () => {
@@ -60,7 +71,10 @@ export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> 
       resolve();
     };
     if ('path' in opts.listen) server.listen(opts.listen.path, done);
-    else server.listen(opts.listen.port, opts.listen.host, done);
+    else if (opts.reusePort) {
+      // reusePort is in Node 22.12+'s ListenOptions, not in the @types/node 20 this builds against.
+      server.listen({ port: opts.listen.port, host: opts.listen.host, reusePort: true, exclusive: true } as ListenOptions, done);
+    } else server.listen(opts.listen.port, opts.listen.host, done);
   });
   const bound = server.address();
   const address = typeof bound === 'string' ? { path: bound } : { host: (bound as AddressInfo).address, port: (bound as AddressInfo).port };

@@ -1,6 +1,8 @@
 // `serve` (the default role): sidecar and gateway in one command. The sidecar runs as a supervised
 // child process (src/sidecar/supervisor.ts: restarted if it dies after a successful start) on a Unix
 // socket inside a private 0700 temp directory, so two `serve`s on one host never collide.
+// With --api-server-count N > 1 the gateway is N processes (./cluster.ts) on the one port, this
+// process their primary and the sidecar's supervisor.
 // Shutdown on SIGTERM/SIGINT: the gateway drains first (/ready 503, in-flight streams finish), then
 // the sidecar is stopped, then the socket directory is removed.
 
@@ -11,7 +13,8 @@ import { resolveModelDir } from '../sidecar/model/checkpoint.js';
 import { SidecarSupervisor } from '../sidecar/supervisor.js';
 import { forwardFlags, type ParsedArgs } from './args.js';
 import type { Config } from './config.js';
-import { connectEngine, nextSignal, shutdownGateway, startGateway } from './gateway-role.js';
+import { connectEngine, gatewayArgs, nextSignal, shutdownGateway, startGateway, startGateways } from './gateway-role.js';
+import type { NodeGateway } from './node-server.js';
 import type { CliLogger } from './logger.js';
 import { tracerFromEnv } from './trace-file.js';
 
@@ -35,9 +38,14 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
     env: { ...env, ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
     logger,
   });
-  const tracer = tracerFromEnv(env); // the sidecar child traces too: it inherits the variable
-  const engine = connectEngine({ kind: 'unix', path: sock }, undefined, tracer);
-  const gw = await startGateway(cfg, engine, logger, tracer); // /health answers now; /ready is 503 until loaded
+  // /health answers once the gateway listens; /ready is 503 until the sidecar has loaded.
+  let gw: NodeGateway;
+  if (cfg.gateway.apiServerCount > 1) {
+    gw = await startGateways(cfg, gatewayArgs(args, { kind: 'unix', path: sock }), env, logger, binPath);
+  } else {
+    const tracer = tracerFromEnv(env); // the sidecar child traces too: it inherits the variable
+    gw = await startGateway(cfg, connectEngine({ kind: 'unix', path: sock }, undefined, tracer), logger, tracer);
+  }
   const started = supervisor.start();
   const first = await Promise.race([
     started.then(() => 'ready' as const, (err: unknown) => err as Error),

@@ -14,7 +14,7 @@ import { DEFAULT_MAX_BODY_BYTES } from './body.js';
 import { corsMiddleware } from './cors.js';
 import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics, type MetricsSink } from './metrics.js';
 import { CLIENT_CLOSED_REQUEST, RequestRecord, type FinishedRequest } from './request-record.js';
 import { chatHandler } from './routes/chat.js';
 import { completionsHandler } from './routes/completions.js';
@@ -42,7 +42,7 @@ export interface CreateAppOptions {
   maxBodyBytes?: number;
   /** pino-compatible logger; default silent. */
   logger?: Logger;
-  metrics?: GatewayMetrics;
+  metrics?: MetricsSink;
   /** Clock in ms (tests); default Date.now. */
   now?: () => number;
   /** Serve the chat page at `/` (assets under /ui/). Default true; false for API-only deployments. */
@@ -59,7 +59,7 @@ export interface AppHandle {
    * it is the caller's); anything else in it (@hono/node-server's own bindings) is ignored here.
    */
   fetch: (req: Request, env?: RequestBindings | object) => Response | Promise<Response>;
-  metrics: GatewayMetrics;
+  metrics: MetricsSink;
   /** While draining, /ready answers 503 (in-flight and new requests are still served). */
   setDraining(draining: boolean): void;
   readonly draining: boolean;

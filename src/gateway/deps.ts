@@ -5,7 +5,7 @@
 import type { Context } from 'hono';
 import type { EngineClient, ModelInfo } from '../protocol/engine-client.js';
 import { ApiError } from './errors.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { MetricsSink } from './metrics.js';
 import type { RequestRecord } from './request-record.js';
 
 /** What a request may bring (Hono's env, fetch's second argument): its own engine. */
@@ -19,7 +19,7 @@ export interface RouteDeps {
   now: () => number;
   /** The name clients use for the model; defaults to the engine's model id. */
   servedModelName: string | undefined;
-  metrics: GatewayMetrics;
+  metrics: MetricsSink;
 }
 
 export interface ResolvedModel {

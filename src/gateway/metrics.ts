@@ -15,7 +15,19 @@ const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5
 const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
 
-export class GatewayMetrics {
+/**
+ * What the app needs of its metrics. GatewayMetrics keeps them in this process; with several gateway
+ * processes on one port (`--api-server-count`, src/cli/cluster-metrics.ts) one registry in the
+ * primary sums every process's observations, so each scrape answers for all of them.
+ */
+export interface MetricsSink {
+  setModelName(name: string): void;
+  observe(r: FinishedRequest): void;
+  /** Prometheus text; `stats` is null when the engine could not be asked. */
+  render(stats: EngineStats | null): string | Promise<string>;
+}
+
+export class GatewayMetrics implements MetricsSink {
   readonly httpRequests = new Counter('http_requests_total', 'HTTP requests by method, route and status.');
   private readonly success = new Counter('vllm:request_success_total', 'Count of successfully processed requests (per choice).');
   private readonly ttft = new Histogram('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', TTFT_BUCKETS);

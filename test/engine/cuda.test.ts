@@ -107,8 +107,8 @@ gpu('CUDA backend: tiny golden', () => {
     expect(maxAbsDiff(outs[0]!.slice(V, 2 * V), alone)).toBeLessThan(1e-3);
   });
 
-  // Loading with captureGraphs takes every decode and mixed-step graph of the argmax and sampled
-  // outputs. Capturing one must never grow the step buffers (which drops the graphs captured before
+  // Loading with captureGraphs takes every decode and mixed-step graph of the argmax, sampled and
+  // host-logits outputs. Capturing one must never grow the step buffers (which drops the graphs captured before
   // it): the attention partials were once sized for the largest decode batch only, which with the
   // whole-row kernel needs none, so the graphs of 1-48 rows were dropped while loading and captured
   // again inside the first steps that used them (a ~5-10 ms stall each).
@@ -123,6 +123,17 @@ gpu('CUDA backend: tiny golden', () => {
       const before = m.info().cuda!.graphSteps;
       await m.generateGreedy({ tokens: Int32Array.from(tiny.prompts[1]!.prompt), blockTable: Int32Array.from([1, 2, 3]) }, 8);
       expect(m.info().cuda!.graphSteps - before).toBeGreaterThanOrEqual(7); // the decode steps (batch 1)
+      expect(m.info().cuda!.graphCaptures).toBe(loaded);
+      // The host-logits path (logprobs, penalties, logit bias, n > 1: forward() hands the logits over)
+      // replays graphs captured while loading too, and using it drops none: its logit rows once grew
+      // on first use, dropping every graph, and the sidecar's warm-up asks for logprobs.
+      const p = Int32Array.from(tiny.prompts[2]!.prompt); // a prefill length the steps above did not have
+      const table = Int32Array.from([10, 11, 12, 13]);
+      const steps = m.info().cuda!.graphSteps;
+      await m.forward([{ tokens: p, startPos: 0, blockTable: table, logits: 1 }]);
+      await m.forward([{ tokens: p.slice(0, 1), startPos: p.length, blockTable: table, logits: 1 }]);
+      await m.generateGreedy({ tokens: Int32Array.from(tiny.prompts[3]!.prompt), blockTable: Int32Array.from([20, 21, 22, 23, 24, 25, 26, 27, 28, 29]) }, 4);
+      expect(m.info().cuda!.graphSteps - steps).toBeGreaterThanOrEqual(2 + 4);
       expect(m.info().cuda!.graphCaptures).toBe(loaded);
     } finally {
       m.close();

@@ -46,9 +46,9 @@ typedef struct {
   int device;             /* CUDA device ordinal */
   int precise;            /* 1: GEMM inputs as two bf16 planes (fp32-grade); 0: plain bf16 activations */
   int kv_bf16;            /* 1: KV cache in bf16 (half the memory and reads); 0: fp32 */
-  int capture_graphs;     /* 1: capture every decode and mixed-step graph (greedy and sampling
-                           * outputs) while the model is created, as vLLM does at startup, so no
-                           * request pays a capture; 0: each graph on its first use */
+  int capture_graphs;     /* 1: capture every decode and mixed-step graph (greedy, sampling and
+                           * host-logits outputs) while the model is created, as vLLM does at
+                           * startup, so no request pays a capture; 0: each graph on its first use */
 } EeCudaModelDesc;
 
 /* One sequence's part of a step (same meaning as the engine's SeqSlice; inputs already validated). */

@@ -105,7 +105,7 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
 
   // Step buffers for the largest decode graph and prefill chunk up front.
   const int max_seqs = std::max(1, d.max_num_seqs);
-  const int rows = std::max(max_seqs, std::max(1, d.max_batched_tokens));
+  const int rows = std::max(bucket(max_seqs), std::max(1, d.max_batched_tokens));
   const int bt_per_seq = (d.max_model_len + d.block_size - 1) / d.block_size;
   // Attention partial rows: the most any decode grid up to the largest graph bucket needs (the
   // partition size depends on the row count, and with the whole-row kernel the largest grids need
@@ -116,7 +116,12 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
     const size_t np = size_t((d.max_model_len + pk - 1) / pk);
     if (np > 1) max_rp = std::max(max_rp, size_t(r) * np);
   }
-  m.ensure(rows, max_seqs, max_rp, max_seqs * bt_per_seq + rows + 1, false);
+  // Rows: the largest decode graph's (bucket(max_seqs) may pass max_seqs). The logit rows of the
+  // host-sampling path (logprobs, penalties, logit bias, n > 1) are sized here too: growing either
+  // later drops every graph captured so far (ensure), and the first such request (the sidecar's
+  // warm-up asks for logprobs) then left every later step shape to be captured on its first use,
+  // inside a served step.
+  m.ensure(rows, bucket(max_seqs), max_rp, max_seqs * bt_per_seq + rows + 1, true);
 
   const size_t elem = m.kv_bf16 ? 2 : 4;
   const size_t block_bytes = size_t(m.L) * 2 * size_t(d.block_size) * KVD * elem;

@@ -62,7 +62,7 @@ cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out m
 
 void capture_all(EeCudaModel& m) {
   const int max_seqs = std::max(1, m.d.max_num_seqs);
-  for (auto mode : {EeCudaModel::Out::kArgmax, EeCudaModel::Out::kSample}) {
+  for (auto mode : {EeCudaModel::Out::kArgmax, EeCudaModel::Out::kSample, EeCudaModel::Out::kLogits}) {
     for (int b = 1;; b = bucket(b + 1)) {  // the decode buckets up to the one holding max_seqs
       graph_for(m, plan_graph(m, false, b), mode, false);
       if (b >= max_seqs) break;

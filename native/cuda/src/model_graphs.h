@@ -40,7 +40,8 @@ GraphPlan plan_graph(const EeCudaModel& m, bool mixed, int B);
 // error propagates (the model does not open).
 cudaGraphExec_t graph_for(EeCudaModel& m, const GraphPlan& g, EeCudaModel::Out mode, bool step_meta);
 
-// Every decode and mixed-step graph, greedy and sampling outputs (desc.capture_graphs).
+// Every decode and mixed-step graph of every output mode: argmax, sampled, and logits for the host
+// sampler (desc.capture_graphs), so no served step captures one.
 void capture_all(EeCudaModel& m);
 
 }  // namespace eec

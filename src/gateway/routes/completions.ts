@@ -115,7 +115,10 @@ async function* completionChunks(
   }
   for await (const { run, event } of group.events()) {
     for (const u of progress.apply(run, event)) {
-      if (!u.text && !u.finishReason && u.logprobs.length === 0) continue;
+      // A step's tokens always make a chunk, also when their text is still held back (an incomplete
+      // UTF-8 character, a possible stop string) or decodes to nothing (special tokens): as vLLM, the
+      // client sees each token when the engine made it, and time to first token is the engine's.
+      if (u.tokenIds.length === 0 && !u.finishReason) continue;
       let logprobs = null;
       if (o.logprobs) {
         logprobs = emptyCompletionLogprobs();

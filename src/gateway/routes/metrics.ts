@@ -7,6 +7,6 @@ export function metricsHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
     // Resolving the model also sets the metrics' model_name label.
     const [stats] = await Promise.all([c.var.engine.stats().catch(() => null), resolveModel(c.var.engine, deps, undefined).catch(() => null)]);
-    return c.body(deps.metrics.render(stats), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return c.body(await deps.metrics.render(stats), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   };
 }
