@@ -69,6 +69,14 @@ void Engine::abort(uint32_t id) {
   cv_.notify_one();
 }
 
+void Engine::pause(uint32_t id, bool paused) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pauses_.emplace_back(id, paused);
+  }
+  cv_.notify_one();
+}
+
 EngineStats Engine::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -112,12 +120,14 @@ void Engine::finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutpu
 bool Engine::drain_inbox(std::vector<StepOutput>& out) {
   std::vector<RequestSpec> inbox;
   std::vector<uint32_t> aborts;
+  std::vector<std::pair<uint32_t, bool>> pauses;
   bool stopping;
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !aborts_.empty() || !requests_.empty(); });
     inbox.swap(inbox_);
     aborts.swap(aborts_);
+    pauses.swap(pauses_);
     stopping = stop_;
   }
   for (RequestSpec& spec : inbox) {
@@ -134,6 +144,12 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
     r.seqs.push_back(std::move(s));
     r.unfinished = 1;
     prompt_tokens_ += sp->prompt.size();
+  }
+  for (const auto& [id, paused] : pauses) {  // in call order: the last call for an id wins
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    it->second.paused = paused;
+    for (auto& s : it->second.seqs) s->paused = paused;
   }
   if (stopping)
     for (auto& [id, r] : requests_) aborts.push_back(id);
@@ -182,6 +198,7 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
     c->rng = Rng(Rng::splitmix(mix));
     c->arrival = parent.arrival;
     c->forked = true;
+    c->paused = r.paused;
     kv_.fork(parent, *c);
     sched_.add_running(c.get());
     ++r.unfinished;
@@ -195,9 +212,12 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
 void Engine::step(std::vector<StepOutput>& out) {
   const auto t0 = std::chrono::steady_clock::now();
   SchedulerOutput so = sched_.schedule();
-  if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler); do not spin
+  if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler), or all are paused
+    // Paused sequences wait for a resume, an abort or a new request, each of which notifies; the
+    // timeout only bounds a missed wake-up.
+    const auto wait = std::chrono::milliseconds(sched_.all_paused() ? 100 : 1);
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(1));
+    cv_.wait_for(lock, wait, [&] { return stop_ || !inbox_.empty() || !aborts_.empty() || !pauses_.empty(); });
     return;
   }
   std::vector<std::pair<int, int>> copies;

@@ -27,6 +27,10 @@ SchedulerOutput Scheduler::schedule() {
   int budget = cfg_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
+    if (s->paused) {
+      ++i;
+      continue;
+    }
     const int n = std::min(s->num_tokens() - s->num_computed, budget);
     ENGINE_ASSERT(n > 0);
     bool ok = false;
@@ -46,7 +50,9 @@ SchedulerOutput Scheduler::schedule() {
   // prompts are held back to be prefilled together.
   const bool hold = hold_prefills();
   while (!hold && out.preempted == 0 && !waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
-    Sequence* s = waiting_.front();
+    auto head = std::find_if(waiting_.begin(), waiting_.end(), [](const Sequence* w) { return !w->paused; });
+    if (head == waiting_.end()) break;
+    Sequence* s = *head;
     if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
     const int n = std::min(s->num_tokens() - s->num_computed, budget);
     if (!kv_.allocate(*s, n, out.copies)) {  // FCFS: the head waits for room,
@@ -54,13 +60,18 @@ SchedulerOutput Scheduler::schedule() {
       s->num_computed = 0;
       break;
     }
-    waiting_.pop_front();
+    waiting_.erase(head);
     running_.push_back(s);
     out.seqs.push_back({s, n, s->num_computed + n == s->num_tokens()});
     budget -= n;
   }
   out.num_tokens = cfg_.max_num_batched_tokens - budget;
   return out;
+}
+
+bool Scheduler::all_paused() const {
+  auto paused = [](const Sequence* s) { return s->paused; };
+  return std::all_of(running_.begin(), running_.end(), paused) && std::all_of(waiting_.begin(), waiting_.end(), paused);
 }
 
 void Scheduler::remove(Sequence* s) {
