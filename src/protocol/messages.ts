@@ -5,8 +5,17 @@
 // in the frame's type byte, not in the JSON. Streams are multiplexed by request id (`id`, the
 // SubmitRequest id); unary calls carry a correlation id (`cid`) answered by one REPLY.
 //
-//   client → server: HELLO, SUBMIT, ABORT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE
-//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), EVENT (per request id), REPLY (per cid)
+//   client → server: HELLO, SUBMIT, ABORT, CREDIT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE
+//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), STEP, REPLY (per cid)
+//
+// STEP carries the events of every stream of the connection that one engine step (or one batch of
+// admissions) produced, as vLLM's per-step engine outputs: one frame per step per connection, not one
+// per request per step. CREDIT is the gateway's flow control (./flow.ts): per stream, the units it has
+// consumed so far.
+//
+// Validation is where data enters: every message is checked against its schema below, except STEP,
+// the per-token path, which the gateway checks structurally only (decodeMessage). It comes from the
+// authenticated sidecar, whose encoder tests check against STEP's full schema.
 
 import { z } from 'zod';
 import type {
@@ -20,7 +29,7 @@ import type {
 import { encodeFrame, FrameError, type Frame } from './framing.js';
 
 /** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const MsgType = {
   HELLO: 0x01,
@@ -28,7 +37,9 @@ export const MsgType = {
   HELLO_ERR: 0x03,
   SUBMIT: 0x10,
   ABORT: 0x11,
-  EVENT: 0x12,
+  // 0x12 was EVENT (one request's event per frame; protocol version 1)
+  STEP: 0x13,
+  CREDIT: 0x14,
   STATS: 0x20,
   HEALTH: 0x21,
   MODEL: 0x22,
@@ -144,7 +155,8 @@ export const messageSchemas = {
   HELLO_ERR: z.object({ version: int, code: errorCodeSchema, message: z.string() }),
   SUBMIT: z.object({ req: submitRequestSchema }),
   ABORT: z.object({ id: z.string(), cid }),
-  EVENT: z.object({ id: z.string(), event: wireEvent }),
+  STEP: z.object({ events: z.array(z.tuple([z.string(), wireEvent])) }),
+  CREDIT: z.object({ consumed: z.array(z.tuple([z.string(), int.nonnegative()])) }),
   STATS: z.object({ cid }),
   HEALTH: z.object({ cid }),
   MODEL: z.object({ cid }),
@@ -190,12 +202,44 @@ export function decodeMessage(frame: Frame): Message {
   } catch {
     throw new ProtocolError(`${type}: payload is not UTF-8 JSON`);
   }
+  if (type === 'STEP') return { type, body: checkStep(json) };
   const parsed = messageSchemas[type].safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ProtocolError(`${type}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
   }
   return { type, body: parsed.data } as Message;
+}
+
+/**
+ * STEP's check: a request's once-only events (accepted, done, error) against their full schema; deltas,
+ * the per-token path, structurally (choices with a numeric index, text and token ids, a known finish).
+ */
+function checkStep(json: unknown): MessageBody<'STEP'> {
+  const events = (json as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events)) throw new ProtocolError('STEP: events is not an array');
+  for (const e of events) {
+    if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string') throw new ProtocolError('STEP: an event is not an [id, event] pair');
+    const ev = e[1] as { type?: unknown; choices?: unknown } | null;
+    if (ev?.type !== 'delta') {
+      if (!wireEvent.safeParse(ev).success) throw new ProtocolError(`STEP: malformed ${String(ev?.type)} event`);
+    } else if (!Array.isArray(ev.choices) || !ev.choices.every(isChoiceDelta)) {
+      throw new ProtocolError('STEP: malformed delta');
+    }
+  }
+  return json as MessageBody<'STEP'>;
+}
+
+const FINISH_REASONS: ReadonlySet<unknown> = new Set(finishReason.options);
+function isChoiceDelta(c: unknown): boolean {
+  const d = c as Partial<Record<keyof z.infer<typeof choiceDelta>, unknown>> | null;
+  return (
+    typeof d?.index === 'number' &&
+    typeof d.text === 'string' &&
+    Array.isArray(d.tokenIds) &&
+    (d.logprobs === undefined || Array.isArray(d.logprobs)) &&
+    (d.finishReason === undefined || FINISH_REASONS.has(d.finishReason))
+  );
 }
 
 export class ProtocolError extends FrameError {

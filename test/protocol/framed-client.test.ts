@@ -3,7 +3,7 @@ import { EngineError, type EngineEvent, type SubmitRequest } from '../../src/pro
 import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 import { FramedEngineClient } from '../../src/protocol/framed-client.js';
 import { FrameDecoder } from '../../src/protocol/framing.js';
-import { decodeMessage, encodeMessage } from '../../src/protocol/messages.js';
+import { decodeMessage, encodeMessage, PROTOCOL_VERSION } from '../../src/protocol/messages.js';
 import { serveEngine, type ServedConnection } from '../../src/protocol/serve-engine.js';
 import { createTransportPair, type ByteTransport } from '../../src/protocol/transport.js';
 
@@ -153,7 +153,7 @@ describe('FramedEngineClient over serveEngine', () => {
     );
     await a.write(encodeMessage('HELLO', { version: 99 }));
     await closing; // the server answers HELLO_ERR, then closes
-    expect(got).toEqual([{ type: 'HELLO_ERR', body: { version: 1, code: 'INVALID_REQUEST', message: expect.stringMatching(/version mismatch/) } }]);
+    expect(got).toEqual([{ type: 'HELLO_ERR', body: { version: PROTOCOL_VERSION, code: 'INVALID_REQUEST', message: expect.stringMatching(/version mismatch/) } }]);
     expect(closed).toBe(true);
   });
 

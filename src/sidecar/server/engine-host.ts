@@ -3,8 +3,11 @@
 //
 // Request table: string ids (the gateway's) ↔ numeric engine ids (u32, never reused while live).
 // Thread rule: the engine calls onStep once per step on the Node thread (the native binding queues it
-// there); handleStep only pushes into per-request queues and never awaits, so a slow consumer of one
-// stream cannot stall the step loop or the other streams.
+// there); handleStep hands each request's delta to its stream's emit (open(): serveEngine batches a
+// step's events into one frame per connection) and never awaits, so a slow consumer of one stream
+// cannot stall the step loop or the other streams.
+// Flow control (src/protocol/flow.ts): a request whose client has a full window is paused in the engine
+// (KV kept, not scheduled) and resumed when credit comes back; stream() applies it to its own consumer.
 // Lifetime: a request ends when all its choices finished, or by abort (abort(id), the stream's
 // AbortSignal, or the consumer returning early — the generator's finally). Every end that leaves the
 // engine generating calls engine.abort, so its KV blocks return to the pool in the next step.
@@ -16,9 +19,13 @@ import {
   type EngineStats,
   type Health,
   type ModelInfo,
+  type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
 } from '../../protocol/engine-client.js';
+import { EventQueue } from '../../protocol/event-queue.js';
+import { eventUnits, nextCoalesced } from '../../protocol/flow.js';
+import type { Emit, PushBackend, PushedStream } from '../../protocol/push-stream.js';
 import type { Tracer } from '../../protocol/trace.js';
 import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
@@ -43,7 +50,7 @@ export interface EngineHostOptions {
   tracer?: Tracer;
 }
 
-export class EngineHost implements EngineClient {
+export class EngineHost implements EngineClient, PushBackend {
   private engine!: NativeEngine;
   private readonly byId = new Map<string, LiveRequest>();
   private readonly byNum = new Map<number, LiveRequest>();
@@ -71,23 +78,37 @@ export class EngineHost implements EngineClient {
     return this.byId.size;
   }
 
-  async *stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
-    const { live, ids } = this.admit(req);
-    const onAbort = () => this.endLive(live, 'abort');
+  /** The push interface (serveEngine): events go to `emit` synchronously, a step's all in one callback. */
+  open(req: SubmitRequest, emit: Emit): PushedStream {
+    const { live, ids } = this.admit(req, emit);
+    const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
+    if (req.echo) this.addEcho(accepted, req, ids);
+    emit(accepted);
+    return {
+      credit: (consumed) => this.credit(live, consumed),
+      abort: () => this.endLive(live, 'abort'),
+    };
+  }
+
+  /** In-process streams: open() into a queue; what the consumer takes is its credit. */
+  async *stream(req: SubmitRequest, signal?: AbortSignal, opts: StreamOptions = {}): AsyncIterable<EngineEvent> {
+    const queue = new EventQueue<EngineEvent>();
+    const s = this.open(req, (ev) => queue.push(ev as EngineEvent));
+    const onAbort = () => s.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
+    let consumed = 0;
     try {
-      const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
-      if (req.echo) this.addEcho(accepted, req, ids);
-      yield accepted;
       for (;;) {
-        const ev = await live.queue.next();
+        const ev = await nextCoalesced(queue, opts.coalesce === true);
+        consumed += eventUnits(ev);
+        s.credit(consumed);
         yield ev;
         if (ev.type === 'done') return;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      this.endLive(live, 'abort'); // no-op after `done`; otherwise the consumer left early
+      s.abort(); // no-op after `done`; otherwise the consumer left early
     }
   }
 
@@ -154,7 +175,7 @@ export class EngineHost implements EngineClient {
     for (const live of [...this.byId.values()]) this.endLive(live, 'error', 'the engine was shut down');
   }
 
-  private admit(req: SubmitRequest): { live: LiveRequest; ids: number[] } {
+  private admit(req: SubmitRequest, emit: Emit): { live: LiveRequest; ids: number[] } {
     if (this.closed || this.draining) throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
     if (this.byId.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
     const { bundle, model } = this.opts;
@@ -182,6 +203,7 @@ export class EngineHost implements EngineClient {
         submittedAt: this.now(),
       },
       bundle,
+      emit,
     );
     this.byId.set(req.id, live);
     this.byNum.set(num, live);
@@ -218,7 +240,18 @@ export class EngineHost implements EngineClient {
       live.apply(outs, now);
       if (first && live.firstTokenAt !== null && this.opts.tracer) this.traceFirstToken(live.init.id, now);
       if (live.done) this.remove(live);
+      else if (!live.paused && live.windowFull) this.setPaused(live, true);
     }
+  }
+
+  private credit(live: LiveRequest, consumed: number): void {
+    live.credit(consumed);
+    if (live.paused && !live.windowFull && !live.done) this.setPaused(live, false);
+  }
+
+  private setPaused(live: LiveRequest, paused: boolean): void {
+    live.paused = paused;
+    if (!this.closed) this.engine.pause(live.init.num, paused);
   }
 
   /** The first token's marks; the step's start is the callback's time less the step's duration. */

@@ -3,7 +3,8 @@
 // exists, `ready(host)` switches every call over to it; `failed(err)` reports a failed load.
 // Serving before the load finishes is what lets /health be 200 and /ready 503 during start-up.
 
-import { EngineError, type EngineEvent, type EngineStats, type Health, type ModelInfo, type SubmitRequest, type TokenizeRequest } from '../../protocol/engine-client.js';
+import { EngineError, type EngineEvent, type EngineStats, type Health, type ModelInfo, type StreamOptions, type SubmitRequest, type TokenizeRequest } from '../../protocol/engine-client.js';
+import type { Emit, PushedStream } from '../../protocol/push-stream.js';
 import type { EngineBackend } from '../../protocol/serve-engine.js';
 import type { EngineHost } from './engine-host.js';
 
@@ -31,8 +32,11 @@ export class LoadingBackend implements EngineBackend {
     throw new EngineError('NOT_READY', this.failure ? `the model failed to load: ${this.failure}` : `not ready: ${this.status}`);
   }
 
-  stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
-    return this.get().stream(req, signal);
+  stream(req: SubmitRequest, signal?: AbortSignal, opts?: StreamOptions): AsyncIterable<EngineEvent> {
+    return this.get().stream(req, signal, opts);
+  }
+  open(req: SubmitRequest, emit: Emit): PushedStream {
+    return this.get().open(req, emit);
   }
   async abort(id: string): Promise<void> {
     await this.host?.abort(id);
