@@ -111,6 +111,8 @@ export interface EngineStats {
   promptTokens: number; // totals since start
   generationTokens: number;
   stepTimeMs: number; // last engine step
+  /** Requests paused because their client's window is full (src/protocol/flow.ts); absent: not tracked. */
+  paused?: number;
 }
 
 export interface ModelInfo {

@@ -122,6 +122,7 @@ export const statsSchema = z.object({
   promptTokens: int,
   generationTokens: int,
   stepTimeMs: num,
+  paused: int.optional(),
 });
 export const healthSchema = z.object({
   ready: z.boolean(),

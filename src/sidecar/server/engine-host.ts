@@ -55,6 +55,7 @@ export class EngineHost implements EngineClient, PushBackend {
   private readonly byId = new Map<string, LiveRequest>();
   private readonly byNum = new Map<number, LiveRequest>();
   private nextNum = 1;
+  private pausedCount = 0; // requests in the table with live.paused
   private draining = false;
   private closed = false;
   private readonly now: () => number;
@@ -136,6 +137,7 @@ export class EngineHost implements EngineClient, PushBackend {
       promptTokens: s.promptTokens,
       generationTokens: s.generationTokens,
       stepTimeMs: s.stepTimeMs,
+      paused: this.pausedCount,
     };
   }
 
@@ -251,6 +253,7 @@ export class EngineHost implements EngineClient, PushBackend {
 
   private setPaused(live: LiveRequest, paused: boolean): void {
     live.paused = paused;
+    this.pausedCount += paused ? 1 : -1;
     if (!this.closed) this.engine.pause(live.init.num, paused);
   }
 
@@ -274,6 +277,10 @@ export class EngineHost implements EngineClient, PushBackend {
     if (this.byNum.get(live.init.num) !== live) return;
     this.byNum.delete(live.init.num);
     this.byId.delete(live.init.id);
+    if (live.paused) {
+      live.paused = false;
+      this.pausedCount--;
+    }
     if (live.needsEngineAbort && !this.closed) this.engine.abort(live.init.num);
   }
 }
