@@ -13,7 +13,7 @@ export default tseslint.config(
         // NOTE: the root tsconfig covers every .ts tree (bench's too: its one extra package,
         // node-llama-cpp, is imported dynamically behind local types); the files outside it
         // (bin/, test/doubles' entry script, the two configs) get the default project.
-        projectService: { allowDefaultProject: ['bin/*.js', 'test/doubles/*.js', 'eslint.config.js', 'vitest.config.ts'] },
+        projectService: { allowDefaultProject: ['bin/*.js', 'test/doubles/*.js', 'bench/serve-path/*.js', 'eslint.config.js', 'vitest.config.ts'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

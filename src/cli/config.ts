@@ -3,6 +3,7 @@
 // sidecar's, resolved once those are known: max_model_len and the token budget (planEngine, sidecar/engine/plan.ts,
 // which also holds the engine-sizing defaults this file reads).
 
+import { DEFAULT_STREAM_STALL_TIMEOUT_MS } from '../gateway/app.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
@@ -22,6 +23,8 @@ export interface GatewayConfig {
   drainDelayMs: number;
   /** Gateway processes on the one port (./cluster.ts); 1: the gateway runs in this process. */
   apiServerCount: number;
+  /** --stream-stall-timeout (createApp's streamStallTimeoutMs). */
+  streamStallTimeoutMs: number;
 }
 
 /** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
@@ -116,6 +119,8 @@ export function buildConfig(args: ParsedArgs): Config {
   if (util !== undefined && f['kv-cache-memory'] !== undefined) throw new UsageError('give --kv-cache-memory or --gpu-memory-utilization, not both');
   const drain = num('drain-timeout') ?? 30;
   if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be ≥ 0 seconds, got ${drain}`);
+  const stall = num('stream-stall-timeout') ?? DEFAULT_STREAM_STALL_TIMEOUT_MS / 1000;
+  if (!(stall >= 0)) throw new UsageError(`--stream-stall-timeout must be ≥ 0 seconds, got ${stall}`);
   const drainDelay = num('drain-delay') ?? 0;
   if (!(drainDelay >= 0)) throw new UsageError(`--drain-delay must be ≥ 0 seconds, got ${drainDelay}`);
   const port = num('port') ?? 8000;
@@ -145,6 +150,7 @@ export function buildConfig(args: ParsedArgs): Config {
       drainTimeoutMs: drain * 1000,
       drainDelayMs: drainDelay * 1000,
       apiServerCount: num('api-server-count') === undefined ? defaultApiServerCount() : positive('api-server-count', 1),
+      streamStallTimeoutMs: stall * 1000,
     },
     sidecar: {
       model: str('model'),

@@ -40,6 +40,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     apiKey: g.apiKey,
     allowedOrigins: g.allowedOrigins,
     servedModelName: g.servedModelName,
+    streamStallTimeoutMs: g.streamStallTimeoutMs,
     logger,
     tracer,
     ...(slot ? { metrics: new ClusterMetrics(process) } : {}),

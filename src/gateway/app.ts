@@ -40,6 +40,8 @@ export interface CreateAppOptions {
   servedModelName?: string;
   /** Request body limit, enforced while reading. Default 4 MiB. */
   maxBodyBytes?: number;
+  /** A stream whose client reads nothing for this long is aborted (0: never). Default DEFAULT_STREAM_STALL_TIMEOUT_MS. */
+  streamStallTimeoutMs?: number;
   /** pino-compatible logger; default silent. */
   logger?: Logger;
   metrics?: MetricsSink;
@@ -65,6 +67,13 @@ export interface AppHandle {
   readonly draining: boolean;
 }
 
+/**
+ * Default of --stream-stall-timeout: nginx's send_timeout. Long enough for any client that reads at all
+ * (a paused stream costs only its KV blocks and a bounded buffer), short enough to return the blocks
+ * of one that never will.
+ */
+export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 60_000;
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(opts: CreateAppOptions): AppHandle {
@@ -76,6 +85,9 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     now,
     servedModelName: opts.servedModelName,
     metrics,
+    streamStallTimeoutMs: opts.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS,
+    onStreamStall: (reqId, stalledMs) =>
+      logger.warn({ reqId, stalledMs: Math.round(stalledMs) }, 'stream aborted: its client read nothing for the stall timeout (--stream-stall-timeout)'),
   };
   let draining = false;
   if (opts.servedModelName) metrics.setModelName(opts.servedModelName);

@@ -20,6 +20,10 @@ export interface RouteDeps {
   /** The name clients use for the model; defaults to the engine's model id. */
   servedModelName: string | undefined;
   metrics: MetricsSink;
+  /** How long a stream may wait on a client that reads nothing before it is aborted (0: never). */
+  streamStallTimeoutMs: number;
+  /** Logs why a stream was aborted for a stalled client (the reason of sseResponse's stall guard). */
+  onStreamStall: (reqId: string, stalledMs: number) => void;
 }
 
 export interface ResolvedModel {

@@ -34,7 +34,8 @@ export async function startRuns(engine: EngineClient, reqs: SubmitRequest[], htt
   const abortOpen = () => controllers.forEach((ctl, i) => finished[i] || ctl.abort());
   httpSignal?.addEventListener('abort', abortOpen, { once: true });
   if (httpSignal?.aborted) abortOpen();
-  const iterators = reqs.map((req, i) => engine.stream(req, controllers[i]!.signal)[Symbol.asyncIterator]());
+  // coalesce: a route does its per-event work (chunk, JSON, HTTP write) once per catch-up when behind.
+  const iterators = reqs.map((req, i) => engine.stream(req, controllers[i]!.signal, { coalesce: true })[Symbol.asyncIterator]());
   let cancelled = false;
   const cancel = () => {
     if (cancelled) return;

@@ -57,6 +57,9 @@ export class GatewayMetrics implements MetricsSink {
     if (stats) {
       out += renderSamples('vllm:num_requests_running', 'Number of requests in model execution batches.', 'gauge', [[m, stats.running]]);
       out += renderSamples('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', 'gauge', [[m, stats.waiting]]);
+      if (stats.paused !== undefined) {
+        out += renderSamples('ernie_edge:num_requests_paused', "Number of running requests paused because their client's stream buffer is full.", 'gauge', [[m, stats.paused]]);
+      }
       out += renderSamples('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', 'gauge', [[m, stats.kvUsage]]);
       out += renderSamples('vllm:prompt_tokens_total', 'Number of prefill tokens processed.', 'counter', [[m, stats.promptTokens]]);
       out += renderSamples('vllm:generation_tokens_total', 'Number of generation tokens processed.', 'counter', [[m, stats.generationTokens]]);

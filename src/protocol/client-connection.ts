@@ -1,5 +1,6 @@
-// One live, handshaken connection of a FramedEngineClient: demultiplexes EVENT frames to per-request
-// queues and REPLY frames to pending calls. When the transport closes, every open stream receives an
+// One live, handshaken connection of a FramedEngineClient: demultiplexes STEP frames to per-request
+// queues and REPLY frames to pending calls, and sends the streams' credit (./flow.ts) back, all streams'
+// reports of one task in one CREDIT frame. When the transport closes, every open stream receives an
 // ENGINE_DEAD error event and every pending call rejects with EngineError('ENGINE_DEAD').
 
 import { EngineError, type ModelInfo } from './engine-client.js';
@@ -31,6 +32,7 @@ export class ClientConnection {
   private closedFlag = false;
   private deathReason = 'engine connection closed';
   private helloWaiter: { resolve: (m: ModelInfo) => void; reject: (e: EngineError) => void } | null = null;
+  private credits = new Map<string, number>(); // stream id → units consumed in all, not yet sent
   model: ModelInfo | null = null;
 
   constructor(
@@ -87,6 +89,20 @@ export class ClientConnection {
     }
   }
 
+  /** Reports that stream `id` has consumed `consumed` units in all; sent with the task's other reports. */
+  credit(id: string, consumed: number): void {
+    if (this.closedFlag) return;
+    if (this.credits.size === 0) queueMicrotask(() => this.flushCredits());
+    this.credits.set(id, consumed);
+  }
+
+  private flushCredits(): void {
+    const consumed = [...this.credits];
+    this.credits.clear();
+    // Best effort: a connection that broke ends its streams anyway.
+    if (consumed.length > 0) this.send('CREDIT', { consumed }).catch(() => undefined);
+  }
+
   /** A unary request/reply; the reply's result is validated against that call's result schema. */
   call<T extends CallType>(type: T, body: Omit<MessageBody<T>, 'cid'>): Promise<unknown> {
     const cid = this.nextCid++;
@@ -118,9 +134,9 @@ export class ClientConnection {
         this.transport.close();
         return;
       }
-      case 'EVENT':
+      case 'STEP':
         // Events for a stream the caller already gave up on are dropped (its ABORT is in flight).
-        this.streams.get(msg.body.id)?.push(msg.body.event);
+        for (const [id, event] of msg.body.events) this.streams.get(id)?.push(event);
         return;
       case 'REPLY': {
         const pending = this.calls.get(msg.body.cid);

@@ -117,6 +117,8 @@ export interface EngineStats {
   maxRunning: number; // never above ModelInfo.maxNumSeqs
   maxWaiting: number; // never above --max-num-queued-reqs
   fairPreemptions: number; // preemptions that seated a request under its fair share of the sequences
+  /** Requests paused because their client's window is full (src/protocol/flow.ts); absent: not tracked. */
+  paused?: number;
 }
 
 export interface ModelInfo {
@@ -160,9 +162,18 @@ export interface ResponseStore {
   delete(id: string): Promise<boolean>;
 }
 
+export interface StreamOptions {
+  /**
+   * The consumer accepts merged deltas: when it falls behind, the deltas queued for it arrive as one
+   * (text concatenated, token ids and logprobs appended, in order; src/protocol/flow.ts), so it does
+   * its per-event work once per catch-up. Default false: one delta per engine step.
+   */
+  coalesce?: boolean;
+}
+
 export interface EngineClient {
   /** Starts a request; the iterator yields its events and ends after `done`. Rejects/throws EngineError. */
-  stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent>;
+  stream(req: SubmitRequest, signal?: AbortSignal, opts?: StreamOptions): AsyncIterable<EngineEvent>;
   /** Aborts a request by id; its KV blocks return to the pool in the next engine step. Idempotent. */
   abort(id: string): Promise<void>;
   health(): Promise<Health>;

@@ -13,11 +13,13 @@ import {
   type Health,
   type ModelInfo,
   type ResponseStore,
+  type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
 } from './engine-client.js';
 import { ClientConnection, HandshakeRefusedError, type CallType } from './client-connection.js';
 import { EventQueue } from './event-queue.js';
+import { CREDIT_REPORT_UNITS, eventUnits, nextCoalesced } from './flow.js';
 import type { WireEvent } from './messages.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './framing.js';
 import type { Tracer } from './trace.js';
@@ -76,7 +78,7 @@ export class FramedEngineClient implements EngineClient {
     this.sleep = opts.sleep ?? defaultSleep;
   }
 
-  async *stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
+  async *stream(req: SubmitRequest, signal?: AbortSignal, opts: StreamOptions = {}): AsyncIterable<EngineEvent> {
     signal?.throwIfAborted();
     const conn = await this.connection(true);
     if (conn.streams.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
@@ -92,12 +94,22 @@ export class FramedEngineClient implements EngineClient {
     };
     signal?.addEventListener('abort', sendAbort, { once: true });
     const tracer = this.opts.tracer;
+    // Flow control (./flow.ts): units taken by our consumer, and how many of them the sidecar knows of.
+    let consumed = 0;
+    let reported = 0;
     try {
       const sent = conn.send('SUBMIT', { req }); // the frame is written synchronously, before any await
       tracer?.mark(req.id, 'gw.submit');
       await sent;
       for (;;) {
-        const ev = await queue.next();
+        const ev = await nextCoalesced(queue, opts.coalesce === true);
+        if (ev.type === 'delta') {
+          consumed += eventUnits(ev);
+          if (consumed - reported >= CREDIT_REPORT_UNITS) {
+            reported = consumed;
+            conn.credit(req.id, consumed);
+          }
+        }
         if (tracer && (ev.type === 'accepted' || ev.type === 'delta')) tracer.mark(req.id, ev.type === 'accepted' ? 'gw.accepted' : 'gw.delta');
         if (ev.type === 'error') {
           finished = true;

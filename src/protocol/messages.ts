@@ -5,9 +5,18 @@
 // in the frame's type byte, not in the JSON. Streams are multiplexed by request id (`id`, the
 // SubmitRequest id); unary calls carry a correlation id (`cid`) answered by one REPLY.
 //
-//   client → server: HELLO, SUBMIT, ABORT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE,
+//   client → server: HELLO, SUBMIT, ABORT, CREDIT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE,
 //                    RESPONSE_PUT, RESPONSE_GET, RESPONSE_DELETE (the sidecar's ResponseStore)
-//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), EVENT (per request id), REPLY (per cid)
+//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), STEP, REPLY (per cid)
+//
+// STEP carries the events of every stream of the connection that one engine step (or one batch of
+// admissions) produced, as vLLM's per-step engine outputs: one frame per step per connection, not one
+// per request per step. CREDIT is the gateway's flow control (./flow.ts): per stream, the units it has
+// consumed so far.
+//
+// Validation is where data enters: every message is checked against its schema below, except STEP,
+// the per-token path, which the gateway checks structurally only (decodeMessage). It comes from the
+// authenticated sidecar, whose encoder tests check against STEP's full schema.
 
 import { z } from 'zod';
 import type {
@@ -29,7 +38,9 @@ export const MsgType = {
   HELLO_ERR: 0x03,
   SUBMIT: 0x10,
   ABORT: 0x11,
-  EVENT: 0x12,
+  // 0x12 was EVENT (one request's event per frame; protocol version 1)
+  STEP: 0x13,
+  CREDIT: 0x14,
   STATS: 0x20,
   HEALTH: 0x21,
   MODEL: 0x22,
@@ -119,6 +130,7 @@ export const statsSchema = z.object({
   maxRunning: int,
   maxWaiting: int,
   fairPreemptions: int,
+  paused: int.optional(),
 });
 export const healthSchema = z.object({
   ready: z.boolean(),
@@ -153,7 +165,8 @@ export const messageSchemas = {
   HELLO_ERR: z.object({ version: int, code: errorCodeSchema, message: z.string() }),
   SUBMIT: z.object({ req: submitRequestSchema }),
   ABORT: z.object({ id: z.string(), cid }),
-  EVENT: z.object({ id: z.string(), event: wireEvent }),
+  STEP: z.object({ events: z.array(z.tuple([z.string(), wireEvent])) }),
+  CREDIT: z.object({ consumed: z.array(z.tuple([z.string(), int.nonnegative()])) }),
   STATS: z.object({ cid }),
   HEALTH: z.object({ cid }),
   MODEL: z.object({ cid }),
@@ -205,12 +218,44 @@ export function decodeMessage(frame: Frame): Message {
   } catch {
     throw new ProtocolError(`${type}: payload is not UTF-8 JSON`);
   }
+  if (type === 'STEP') return { type, body: checkStep(json) };
   const parsed = messageSchemas[type].safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ProtocolError(`${type}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
   }
   return { type, body: parsed.data } as Message;
+}
+
+/**
+ * STEP's check: a request's once-only events (accepted, done, error) against their full schema; deltas,
+ * the per-token path, structurally (choices with a numeric index, text and token ids, a known finish).
+ */
+function checkStep(json: unknown): MessageBody<'STEP'> {
+  const events = (json as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events)) throw new ProtocolError('STEP: events is not an array');
+  for (const e of events) {
+    if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string') throw new ProtocolError('STEP: an event is not an [id, event] pair');
+    const ev = e[1] as { type?: unknown; choices?: unknown } | null;
+    if (ev?.type !== 'delta') {
+      if (!wireEvent.safeParse(ev).success) throw new ProtocolError(`STEP: malformed ${String(ev?.type)} event`);
+    } else if (!Array.isArray(ev.choices) || !ev.choices.every(isChoiceDelta)) {
+      throw new ProtocolError('STEP: malformed delta');
+    }
+  }
+  return json as MessageBody<'STEP'>;
+}
+
+const FINISH_REASONS: ReadonlySet<unknown> = new Set(finishReason.options);
+function isChoiceDelta(c: unknown): boolean {
+  const d = c as Partial<Record<keyof z.infer<typeof choiceDelta>, unknown>> | null;
+  return (
+    typeof d?.index === 'number' &&
+    typeof d.text === 'string' &&
+    Array.isArray(d.tokenIds) &&
+    (d.logprobs === undefined || Array.isArray(d.logprobs)) &&
+    (d.finishReason === undefined || FINISH_REASONS.has(d.finishReason))
+  );
 }
 
 export class ProtocolError extends FrameError {

@@ -12,35 +12,47 @@ import { FramedEngineClient, type FramedEngineClientOptions } from './framed-cli
 import { serveEngine, type EngineBackend, type ServeEngineOptions } from './serve-engine.js';
 import type { ByteTransport, Connector } from './transport.js';
 
-/** Wraps a connected socket. write() resolves at once, or after 'drain' when the kernel buffer is full. */
+/**
+ * Wraps a connected socket. write() resolves at once, or after 'drain' when the kernel buffer is full.
+ * Every write made while the buffer is full waits on the same drain promise: one 'drain' and one
+ * 'close' listener per transport, never one per write.
+ */
 export function socketTransport(socket: net.Socket): ByteTransport {
   let closeListener: ((error?: Error) => void) | null = null;
   let closeError: Error | undefined;
   let closed = false;
+  let drained: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void } | null = null;
   socket.setNoDelay?.(true);
   socket.on('error', (err) => {
     closeError = err;
   });
+  socket.on('drain', () => {
+    const d = drained;
+    drained = null;
+    d?.resolve();
+  });
   socket.on('close', () => {
     closed = true;
+    const d = drained;
+    drained = null;
+    d?.reject(new Error('socket closed before drain'));
     closeListener?.(closeError);
   });
   return {
     write(bytes) {
       if (closed || socket.destroyed) return Promise.reject(new Error('socket closed'));
       if (socket.write(bytes)) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const onDrain = () => {
-          socket.off('close', onClose);
-          resolve();
-        };
-        const onClose = () => {
-          socket.off('drain', onDrain);
-          reject(new Error('socket closed before drain'));
-        };
-        socket.once('drain', onDrain);
-        socket.once('close', onClose);
-      });
+      if (!drained) {
+        let resolve!: () => void;
+        let reject!: (e: Error) => void;
+        const promise = new Promise<void>((res, rej) => {
+          resolve = res;
+          reject = rej;
+        });
+        promise.catch(() => undefined); // a writer that stopped waiting must not leave an unhandled rejection
+        drained = { promise, resolve, reject };
+      }
+      return drained.promise;
     },
     onData(listener) {
       socket.on('data', (chunk: Buffer) => listener(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)));

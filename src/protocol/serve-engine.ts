@@ -5,8 +5,12 @@
 // Contract:
 // - The first message must be HELLO with our PROTOCOL_VERSION (and the secret, when one is configured);
 //   anything else gets HELLO_ERR and the connection is closed.
-// - Each SUBMIT runs as its own task; its events are written as they come. Writes await the transport
-//   (socket drain), which is the backpressure towards the engine.
+// - Each SUBMIT opens a stream on the backend (its push interface, ./push-stream.ts, or its pull-based
+//   stream() through pushFromIterable). Events of all streams are collected as they come and sent
+//   together when the current task's synchronous work ends (a microtask): the events one engine step
+//   produced leave as one STEP frame per connection.
+// - Writes are not awaited per stream: what a stream can have in flight is bounded by its flow-control
+//   window (./flow.ts), which CREDIT frames open again; a full window pauses the stream in the engine.
 // - When the connection closes, every request it started is aborted in the backend (a gateway that
 //   died must not leave KV blocks allocated).
 
@@ -21,11 +25,14 @@ import {
   type MessageBody,
   type MsgTypeName,
   type WireError,
+  type WireEvent,
 } from './messages.js';
+import { pushFromIterable, toWireError, type PushBackend, type PushedStream } from './push-stream.js';
 import type { Tracer } from './trace.js';
 import type { ByteTransport } from './transport.js';
 
-export type EngineBackend = Omit<EngineClient, 'close'>;
+/** What serveEngine serves: an EngineClient without close(), with the push interface when it has one. */
+export type EngineBackend = Omit<EngineClient, 'close'> & Partial<PushBackend>;
 
 export interface ServeEngineOptions {
   /** When set, HELLO must carry exactly this secret (compared in constant time). */
@@ -46,21 +53,24 @@ export interface ServedConnection {
 export function serveEngine(transport: ByteTransport, backend: EngineBackend, opts: ServeEngineOptions = {}): ServedConnection {
   const maxFrameBytes = opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const decoder = new FrameDecoder(maxFrameBytes);
-  const active = new Map<string, AbortController>();
+  const active = new Map<string, PushedStream>();
   const tasks = new Set<Promise<void>>();
   let greeted = false;
   let closed = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const report = opts.onError ?? (() => undefined);
+  // Events of every stream since the last STEP frame, in the order they were made.
+  let outbox: [string, WireEvent][] = [];
+  let flushQueued = false;
 
+  const write = (bytes: Uint8Array): Promise<void> =>
+    transport.write(bytes).catch((err: unknown) => {
+      if (!closed) report(err);
+    });
   const send = async <T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> => {
     if (closed) return; // the peer is gone; nobody is left to tell
-    try {
-      await transport.write(encodeMessage(type, body, maxFrameBytes));
-    } catch (err) {
-      if (!closed) report(err);
-    }
+    await write(encodeMessage(type, body, maxFrameBytes));
   };
   const track = (task: Promise<void>) => {
     const t = task.catch(report).finally(() => tasks.delete(t));
@@ -68,6 +78,23 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   };
 
   const tracer = opts.tracer;
+  const flush = () => {
+    flushQueued = false;
+    const events = outbox;
+    outbox = [];
+    if (closed || events.length === 0) return;
+    void write(encodeMessage('STEP', { events }, maxFrameBytes));
+    if (tracer) for (const [id, ev] of events) if (ev.type === 'accepted' || ev.type === 'delta') tracer.mark(id, ev.type === 'accepted' ? 'sc.accepted' : 'sc.delta');
+  };
+  const post = (id: string, ev: WireEvent) => {
+    if (closed) return;
+    outbox.push([id, ev]);
+    if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flush);
+    }
+  };
+
   transport.onData((chunk) => {
     const at = tracer?.now();
     try {
@@ -86,10 +113,12 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   });
   transport.onClose(() => {
     closed = true;
-    for (const [id, ctl] of active) {
-      ctl.abort();
+    outbox = [];
+    for (const [id, stream] of active) {
+      stream.abort();
       track(backend.abort(id));
     }
+    active.clear();
     void Promise.allSettled([...tasks]).then(() => resolveDone());
   });
 
@@ -106,19 +135,25 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
       track(
         backend.model().then(
           (model) => send('HELLO_OK', { version: PROTOCOL_VERSION, model }),
-          (err: unknown) => refuse(err instanceof EngineError ? err.code : 'INTERNAL', errMessage(err)),
+          (err: unknown) => {
+            const e = toWireError(err);
+            refuse(e.code, e.message);
+          },
         ),
       );
       return;
     }
     switch (msg.type) {
       case 'SUBMIT':
-        return track(runStream(msg.body.req));
+        return openStream(msg.body.req);
       case 'ABORT': {
         const { id, cid } = msg.body;
         active.get(id)?.abort();
         return reply(cid, backend.abort(id).then(() => null));
       }
+      case 'CREDIT':
+        for (const [id, consumed] of msg.body.consumed) active.get(id)?.credit(consumed);
+        return;
       case 'STATS':
         return reply(msg.body.cid, backend.stats());
       case 'HEALTH':
@@ -164,23 +199,29 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     );
   }
 
-  async function runStream(req: SubmitRequest): Promise<void> {
-    if (active.has(req.id)) {
-      const error = { code: 'INVALID_REQUEST' as const, message: `duplicate request id ${req.id}`, param: 'id' };
-      return send('EVENT', { id: req.id, event: { type: 'error', ...error } });
-    }
-    const ctl = new AbortController();
-    active.set(req.id, ctl);
+  function openStream(req: SubmitRequest): void {
+    const { id } = req;
+    if (active.has(id)) return post(id, { type: 'error', code: 'INVALID_REQUEST', message: `duplicate request id ${id}`, param: 'id' });
+    // The stream leaves `active` with its last event (done or error).
+    let ended = false;
+    const emit = (ev: WireEvent) => {
+      if (ev.type === 'done' || ev.type === 'error') {
+        ended = true;
+        active.delete(id);
+      }
+      post(id, ev);
+    };
     try {
-      for await (const event of backend.stream(req, ctl.signal)) {
-        const sent = send('EVENT', { id: req.id, event }); // written synchronously, before any await
-        if (tracer && (event.type === 'accepted' || event.type === 'delta')) tracer.mark(req.id, event.type === 'accepted' ? 'sc.accepted' : 'sc.delta');
-        await sent;
+      if (backend.open) {
+        const stream = backend.open(req, emit);
+        if (!ended && !closed) active.set(id, stream);
+      } else {
+        const stream = pushFromIterable(backend, req, emit);
+        if (!ended && !closed) active.set(id, stream);
+        track(stream.settled);
       }
     } catch (err) {
-      await send('EVENT', { id: req.id, event: { type: 'error', ...toWireError(err) } });
-    } finally {
-      active.delete(req.id);
+      post(id, { type: 'error', ...toWireError(err) });
     }
   }
 
@@ -191,12 +232,3 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
 }
 
 const noStore = () => new EngineError('INVALID_REQUEST', 'this engine keeps no stored responses');
-
-function toWireError(err: unknown): WireError {
-  if (err instanceof EngineError) return { code: err.code, message: err.message, param: err.param };
-  return { code: 'INTERNAL', message: errMessage(err), param: null };
-}
-
-function errMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -18,12 +18,12 @@ export const TRACE_STAGES = [
   'sc.decoded', //    sidecar: frame decoded and zod-validated
   'sc.tokenized', //  sidecar: prompt → token ids (chat template + tokenizer)
   'sc.submitted', //  sidecar: engine.submit returned (the step thread is woken)
-  'sc.accepted', //   sidecar: the `accepted` EVENT frame written
+  'sc.accepted', //   sidecar: the STEP frame carrying `accepted` written
   'gw.accepted', //   gateway: `accepted` arrived; the handler commits to 200 + SSE
   'eng.step', //      engine: the step that computed the first token started (sidecar's estimate: callback − step time)
   'sc.step', //       sidecar: the native step callback with the first token runs on the Node thread
   'sc.detok', //      sidecar: first token detokenized, delta queued
-  'sc.delta', //      sidecar: the first `delta` EVENT frame written
+  'sc.delta', //      sidecar: the STEP frame carrying the first `delta` written
   'gw.delta', //      gateway: the first delta decoded out of the socket
   'gw.sse', //        gateway: the first token's SSE chunk handed to the HTTP response
   'client.first', //  the bytes of the first token's SSE chunk reach the client (bench)

@@ -31,7 +31,7 @@ describe('ClusterMetrics', () => {
     a.observe(done('1', 0.003));
     b.observe(done('2', 0.003));
     b.observe(done('3', 0.5));
-    const stats = { running: 4, waiting: 0, kvBlocksTotal: 10, kvBlocksFree: 5, kvUsage: 0.5, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0, promptTokens: 9, generationTokens: 6, stepTimeMs: 1 };
+    const stats = { running: 4, waiting: 0, kvBlocksTotal: 10, kvBlocksFree: 5, kvUsage: 0.5, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0, promptTokens: 9, generationTokens: 6, stepTimeMs: 1, maxRunning: 4, maxWaiting: 0, fairPreemptions: 0 };
     for (const text of [await a.render(stats), await b.render(null)]) {
       expect(text).toContain('http_requests_total{method="POST",route="/v1/completions",status="200"} 3');
       expect(text).toContain('vllm:time_to_first_token_seconds_count{model_name="m"} 3');

@@ -15,7 +15,7 @@ const FAKE_CORPUS = 'The quick brown fox jumps over the lazy dog. 春眠不觉�
 /** The pool when the plan leaves sizing to the device (kvBlocks 0, CUDA): the fake's pretend device. */
 const DEVICE_SIZED_BLOCKS = 1024;
 
-export function fakeNativeEngineFactory(opts: { stepMs?: number } = {}): EngineFactory {
+export function fakeNativeEngineFactory(opts: { stepMs?: number; pace?: 'interval' | 'fixed' } = {}): EngineFactory {
   return {
     kind: 'fake',
     async readCheckpoint(dir) {
@@ -38,6 +38,7 @@ export function fakeNativeEngineFactory(opts: { stepMs?: number } = {}): EngineF
           kvBlocks: plan.kvBlocks > 0 ? plan.kvBlocks : DEVICE_SIZED_BLOCKS,
           blockSize: plan.blockSize,
           stepMs: opts.stepMs,
+          pace: opts.pace,
         },
         onStep,
       );

@@ -9,7 +9,8 @@
 // `corpus` from an offset fixed by (seed or prompt hash, c; greedy ignores c), one lap, then `eosId`.
 // `script` overrides that per request (tests feeding exact token sequences).
 //
-// Scheduling: FCFS; a waiting request is admitted when its n sequences fit under maxNumSeqs and its
+// Scheduling: FCFS; paused requests (pause(id, true)) are left out of steps and passed over by
+// admission, keeping their blocks, until resumed; a waiting request is admitted when its n sequences fit under maxNumSeqs and its
 // blocks fit the pool; prefill takes one step whatever its length (no chunking: not what tests probe).
 // Steps run on a timer (`stepMs`, 0 = setImmediate) while there is work, or only on step() (`manual`).
 
@@ -29,6 +30,14 @@ export interface FakeNativeEngineOptions {
   tokensPerStep?: number; // default 1
   /** Auto mode: ms between steps (0 = next macrotask). Ignored in manual mode. */
   stepMs?: number;
+  /**
+   * Auto mode with stepMs > 0: 'interval' (default) waits stepMs after each step; 'fixed' steps on a
+   * wall-clock cadence (step k at start + k·stepMs), running the steps a busy event loop delayed back
+   * to back (at most FIXED_PACE_CATCH_UP per timer), as a GPU engine on its own thread keeps producing
+   * while Node is busy and its queued step callbacks then run in a burst. Serving-path benchmarks use
+   * it so the production rate does not depend on the consumer.
+   */
+  pace?: 'interval' | 'fixed';
   /** Steps happen only when step() is called (unit tests: no timers at all). */
   manual?: boolean;
   /** Exact tokens for choice `c` of a request (then eos); undefined falls back to the corpus. */
@@ -47,6 +56,7 @@ interface Req {
   seqs: Seq[];
   prefilled: boolean;
   aborted: boolean;
+  paused: boolean;
 }
 
 export class FakeNativeEngine implements NativeEngine {
@@ -59,6 +69,9 @@ export class FakeNativeEngine implements NativeEngine {
   private readonly kvBlocks: number;
   private readonly blockSize: number;
   private timer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | null = null;
+  /** Fixed pace: when the current busy period began and the steps run in it. */
+  private paceStart = 0;
+  private paceSteps = 0;
   private closed = false;
   /** Every request submitted and accepted, in order (test bookkeeping). */
   readonly submitted: EngineRequest[] = [];
@@ -92,7 +105,7 @@ export class FakeNativeEngine implements NativeEngine {
     });
     this.known.add(req.id);
     this.submitted.push(req);
-    this.waiting.push({ r: req, seqs, prefilled: false, aborted: false });
+    this.waiting.push({ r: req, seqs, prefilled: false, aborted: false, paused: false });
     this.notePeaks();
     this.schedule();
     return null;
@@ -110,6 +123,17 @@ export class FakeNativeEngine implements NativeEngine {
     this.toFree.push(req);
     this.schedule();
   }
+
+  pause(id: number, paused: boolean): void {
+    const q = this.running.get(id) ?? this.waiting.find((w) => w.r.id === id);
+    if (!q) return;
+    q.paused = paused;
+    if (paused) this.pauses++;
+    this.schedule();
+  }
+
+  /** How many pause(id, true) calls reached a live request (test bookkeeping). */
+  pauses = 0;
 
   stats(): EngineStatsNative {
     let used = 0;
@@ -159,6 +183,7 @@ export class FakeNativeEngine implements NativeEngine {
     const outputs: StepOutput[] = [];
     let prefill = 0;
     for (const q of this.running.values()) {
+      if (q.paused) continue;
       if (!q.prefilled) {
         q.prefilled = true;
         prefill += q.r.prompt.length;
@@ -222,11 +247,13 @@ export class FakeNativeEngine implements NativeEngine {
 
   private admit(): void {
     const used = () => [...this.running.values()].reduce((n, q) => n + q.seqs.length, 0);
-    while (this.waiting.length > 0) {
-      const q = this.waiting[0]!;
+    for (;;) {
+      const at = this.waiting.findIndex((w) => !w.paused);
+      if (at < 0) break;
+      const q = this.waiting[at]!;
       if (used() + q.r.n > this.opts.engine.maxNumSeqs) break;
       if (this.stats().kvBlocksFree < this.blocksFor(q.r.prompt.length + q.r.maxTokens, q.r.n)) break;
-      this.waiting.shift();
+      this.waiting.splice(at, 1);
       this.running.set(q.r.id, q);
     }
   }
@@ -249,14 +276,34 @@ export class FakeNativeEngine implements NativeEngine {
 
   private schedule(): void {
     if (this.opts.manual || this.closed || this.timer) return;
+    const ms = this.opts.stepMs ?? 0;
+    // Busy: something to step. Paused requests alone are not (pause(id, false) schedules again).
+    const busy = () =>
+      this.toFree.length > 0 || this.waiting.some((w) => !w.paused) || [...this.running.values()].some((q) => !q.paused);
+    if (ms > 0 && this.opts.pace === 'fixed') return this.scheduleFixed(ms, busy);
     const run = () => {
       this.timer = null;
       this.step();
       this.notePeaks();
-      if (this.waiting.length > 0 || this.running.size > 0 || this.toFree.length > 0) this.schedule();
+      if (busy()) this.schedule();
     };
-    const ms = this.opts.stepMs ?? 0;
     this.timer = ms > 0 ? setTimeout(run, ms) : setImmediate(run);
+  }
+
+  private scheduleFixed(ms: number, busy: () => boolean): void {
+    if (this.paceSteps === 0) this.paceStart = performance.now();
+    const run = () => {
+      this.timer = null;
+      const owed = Math.floor((performance.now() - this.paceStart) / ms) - this.paceSteps;
+      for (let k = 0; k < Math.min(Math.max(owed, 1), FIXED_PACE_CATCH_UP) && !this.closed; k++) {
+        this.paceSteps++;
+        this.step();
+      }
+      if (busy()) this.schedule();
+      else this.paceSteps = 0; // idle: the next request starts a new cadence
+    };
+    const due = this.paceStart + (this.paceSteps + 1) * ms - performance.now();
+    this.timer = setTimeout(run, Math.max(0, due));
   }
 
   private cancelTimer(): void {
@@ -266,6 +313,9 @@ export class FakeNativeEngine implements NativeEngine {
     this.timer = null;
   }
 }
+
+/** Fixed pace: most steps one timer runs to catch up (bounds the burst a long stall leaves). */
+const FIXED_PACE_CATCH_UP = 8;
 
 /** FNV-1a over u32s: stable offsets for seeds and prompts. */
 function hash(xs: readonly number[]): number {

@@ -34,8 +34,8 @@ const lastPrompt = () => {
   return p.messages;
 };
 /** Requests served on /v1/responses so far (the gateway's own count). */
-const responsesServed = () => {
-  const m = env.handle.metrics.render(null).match(/^http_requests_total\{method="POST",route="\/v1\/responses",status="200"\} (\d+)$/m);
+const responsesServed = async () => {
+  const m = (await env.handle.metrics.render(null)).match(/^http_requests_total\{method="POST",route="\/v1\/responses",status="200"\} (\d+)$/m);
   return m ? Number(m[1]) : 0;
 };
 
@@ -104,9 +104,9 @@ describe("the AI SDK's default openai(model) provider (Responses API)", () => {
   const openai = () => createOpenAI({ baseURL, apiKey: KEY });
 
   it('generateText', async () => {
-    const before = responsesServed();
+    const before = await responsesServed();
     const r = await generateText({ model: openai()(MODEL), system: 'Be kind.', prompt: 'Say hello.', maxOutputTokens: 30, temperature: 0 });
-    expect(responsesServed()).toBe(before + 1);
+    expect(await responsesServed()).toBe(before + 1);
     expect(r.text.length).toBeGreaterThan(0);
     expect(['stop', 'length']).toContain(r.finishReason);
     expect(r.usage.totalTokens).toBe(r.usage.inputTokens! + r.usage.outputTokens!);
@@ -120,7 +120,7 @@ describe("the AI SDK's default openai(model) provider (Responses API)", () => {
   });
 
   it('streamText: the text stream equals the final text; multi-turn messages keep their roles', async () => {
-    const before = responsesServed();
+    const before = await responsesServed();
     const result = streamText({
       model: openai()(MODEL),
       messages: [
@@ -136,7 +136,7 @@ describe("the AI SDK's default openai(model) provider (Responses API)", () => {
     expect(await result.text).toBe(streamed);
     expect(['stop', 'length']).toContain(await result.finishReason);
     expect((await result.usage).outputTokens).toBeGreaterThan(0);
-    expect(responsesServed()).toBe(before + 1);
+    expect(await responsesServed()).toBe(before + 1);
     expect(lastPrompt()).toEqual([
       { role: 'user', content: 'Hi' },
       { role: 'assistant', content: 'Hello!' },

@@ -16,13 +16,18 @@ const SAMPLES: Message[] = [
   { type: 'SUBMIT', body: { req: { id: 'r1', prompt: { kind: 'chat', messages: [{ role: 'user', content: '你好' }], addGenerationPrompt: true }, sampling, n: 2, echo: false } } },
   { type: 'SUBMIT', body: { req: { id: 'r2', prompt: { kind: 'tokens', ids: [1, 2, 3] }, sampling: { ...sampling, maxTokens: null, seed: null, logprobs: null }, n: 1, echo: true } } },
   { type: 'ABORT', body: { id: 'r1', cid: 3 } },
-  { type: 'EVENT', body: { id: 'r1', event: { type: 'accepted', promptTokens: 3, promptTokenIds: [1, 2, 3], promptText: 'abc' } } },
+  { type: 'STEP', body: { events: [['r1', { type: 'accepted', promptTokens: 3, promptTokenIds: [1, 2, 3], promptText: 'abc' }]] } },
   {
-    type: 'EVENT',
-    body: { id: 'r1', event: { type: 'delta', choices: [{ index: 0, text: '世', tokenIds: [9], logprobs: [{ tokenId: 9, token: '世', bytes: [228, 184, 150], logprob: -0.5, top: [] }], finishReason: 'stop', stopReason: '\n' }] } },
+    type: 'STEP',
+    body: {
+      events: [
+        ['r1', { type: 'delta', choices: [{ index: 0, text: '世', tokenIds: [9], logprobs: [{ tokenId: 9, token: '世', bytes: [228, 184, 150], logprob: -0.5, top: [] }], finishReason: 'stop', stopReason: '\n' }] }],
+        ['r1', { type: 'done', usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0 }, timing: { queued: 0, ttft: null, e2e: 0.1 } }],
+        ['r2', { type: 'error', code: 'QUEUE_FULL', message: 'full', param: null }],
+      ],
+    },
   },
-  { type: 'EVENT', body: { id: 'r1', event: { type: 'done', usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0 }, timing: { queued: 0, ttft: null, e2e: 0.1 } } } },
-  { type: 'EVENT', body: { id: 'r1', event: { type: 'error', code: 'QUEUE_FULL', message: 'full', param: null } } },
+  { type: 'CREDIT', body: { consumed: [['r1', 128], ['r2', 0]] } },
   { type: 'STATS', body: { cid: 1 } },
   { type: 'HEALTH', body: { cid: 2 } },
   { type: 'MODEL', body: { cid: 4 } },
@@ -84,7 +89,7 @@ describe('codec', () => {
 
   it('rejects an oversized frame as soon as its header arrives', () => {
     const dec = new FrameDecoder(100);
-    const header = new Uint8Array([MsgType.EVENT, 0, 0, 0x10, 0]); // declares 4096 bytes
+    const header = new Uint8Array([MsgType.STEP, 0, 0, 0x10, 0]); // declares 4096 bytes
     expect(() => dec.push(header)).toThrow(FrameError);
     expect(() => dec.push(new Uint8Array([1]))).toThrow(/already failed/);
     expect(() => encodeFrame(1, new Uint8Array(101), 100)).toThrow(FrameError);
@@ -95,7 +100,10 @@ describe('codec', () => {
     expect(() => decodeMessage({ type: MsgType.STATS, payload: new Uint8Array([0xff]) })).toThrow(/UTF-8 JSON/);
     const bad = (type: number, body: unknown) => ({ type, payload: new TextEncoder().encode(JSON.stringify(body)) });
     expect(() => decodeMessage(bad(MsgType.STATS, { cid: -1 }))).toThrow(ProtocolError);
-    expect(() => decodeMessage(bad(MsgType.EVENT, { id: 'x', event: { type: 'delta', choices: [{ index: 0 }] } }))).toThrow(ProtocolError);
-    expect(() => decodeMessage(bad(MsgType.EVENT, { id: 'x', event: { type: 'error', code: 'WHATEVER', message: '', param: null } }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.STEP, { events: [['x', { type: 'delta', choices: [{ index: 0 }] }]] }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.STEP, { events: [['x', { type: 'error', code: 'WHATEVER', message: '', param: null }]] }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.STEP, { events: [['x', { type: 'delta', choices: [{ index: 0, text: '', tokenIds: [], finishReason: 'maybe' }] }]] }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.STEP, { events: [{ id: 'x' }] }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.CREDIT, { consumed: [['x', -1]] }))).toThrow(ProtocolError);
   });
 });

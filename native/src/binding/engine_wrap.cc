@@ -118,6 +118,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return info.Env().Undefined();
   }
 
+  Napi::Value Pause(const Napi::CallbackInfo& info) {
+    if (h_) h_->engine->pause(info[0].As<Napi::Number>().Uint32Value(), info[1].ToBoolean().Value());
+    return info.Env().Undefined();
+  }
+
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     if (!h_) throw Napi::Error::New(info.Env(), "engine is closed");
     EngineStats s = h_->engine->stats();
@@ -278,7 +283,8 @@ Napi::Function InitNativeEngine(Napi::Env env) {
   Napi::Function f = EngineWrap::DefineClass(
       env, "NativeEngine",
       {EngineWrap::InstanceMethod("submit", &EngineWrap::Submit),
-       EngineWrap::InstanceMethod("abort", &EngineWrap::Abort), EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
+       EngineWrap::InstanceMethod("abort", &EngineWrap::Abort), EngineWrap::InstanceMethod("pause", &EngineWrap::Pause),
+       EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
        EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
   g_engine_ctor = new Napi::FunctionReference(Napi::Persistent(f));
   return f;

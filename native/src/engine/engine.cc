@@ -75,6 +75,14 @@ void Engine::abort(uint32_t id) {
 
 int Engine::live_waiting() const { return sched_waiting_ + in_transit_ + int(inbox_.size()); }
 
+void Engine::pause(uint32_t id, bool paused) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pauses_.emplace_back(id, paused);
+  }
+  cv_.notify_one();
+}
+
 EngineStats Engine::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = stats_;
@@ -125,6 +133,7 @@ void Engine::finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutpu
 bool Engine::drain_inbox(std::vector<StepOutput>& out) {
   std::vector<RequestSpec> inbox;
   std::vector<uint32_t> aborts;
+  std::vector<std::pair<uint32_t, bool>> pauses;
   bool stopping;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -132,6 +141,7 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
     inbox.swap(inbox_);
     in_transit_ += int(inbox.size());  // still waiting, until publish_stats counts them in the scheduler
     aborts.swap(aborts_);
+    pauses.swap(pauses_);
     stopping = stop_;
   }
   for (RequestSpec& spec : inbox) {
@@ -148,6 +158,12 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
     r.seqs.push_back(std::move(s));
     r.unfinished = 1;
     prompt_tokens_ += sp->prompt.size();
+  }
+  for (const auto& [id, paused] : pauses) {  // in call order: the last call for an id wins
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    it->second.paused = paused;
+    for (auto& s : it->second.seqs) s->paused = paused;
   }
   if (stopping)
     for (auto& [id, r] : requests_) aborts.push_back(id);
@@ -200,6 +216,7 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
     c->rng = Rng(Rng::splitmix(mix));
     c->arrival = parent.arrival;
     c->forked = true;
+    c->paused = r.paused;
     kv_.fork(parent, *c);
     sched_.add_running(c.get());
     ++r.unfinished;
@@ -214,9 +231,12 @@ void Engine::step(std::vector<StepOutput>& out) {
   const auto t0 = std::chrono::steady_clock::now();
   SchedulerOutput so = sched_.schedule();
   fair_preemptions_ += uint64_t(so.fair_preempted);
-  if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler); do not spin
+  if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler), or all are paused
+    // Paused sequences wait for a resume, an abort or a new request, each of which notifies; the
+    // timeout only bounds a missed wake-up.
+    const auto wait = std::chrono::milliseconds(sched_.all_paused() ? 100 : 1);
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(1));
+    cv_.wait_for(lock, wait, [&] { return stop_ || !inbox_.empty() || !aborts_.empty() || !pauses_.empty(); });
     return;
   }
   std::vector<std::pair<int, int>> copies;

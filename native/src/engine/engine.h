@@ -79,6 +79,10 @@ class Engine {
   // Returns "" when queued, else why the request can never run (refused up front).
   std::string submit(RequestSpec spec);
   void abort(uint32_t id);
+  // Pauses (true) or resumes (false) every choice of a request from the next step on: a paused
+  // sequence keeps its KV blocks and is left out of the batch (its client's buffer is full). Unknown
+  // or finished ids are ignored.
+  void pause(uint32_t id, bool paused);
   EngineStats stats();
   void stop();
 
@@ -88,6 +92,7 @@ class Engine {
     std::vector<std::unique_ptr<Sequence>> seqs;
     int unfinished = 0;
     int cached_tokens = 0;
+    bool paused = false;  // forks made while paused start paused
   };
 
   void loop();
@@ -125,6 +130,7 @@ class Engine {
   std::condition_variable cv_;
   std::vector<RequestSpec> inbox_;
   std::vector<uint32_t> aborts_;
+  std::vector<std::pair<uint32_t, bool>> pauses_;
   std::unordered_set<uint32_t> live_ids_;  // accepted and not yet finished (duplicate check)
   bool stop_ = false;
   int sched_waiting_ = 0;  // the scheduler's queue at the last publish_stats

@@ -32,7 +32,7 @@ int Scheduler::running_slots() const {
 void Scheduler::make_room_fairly(SlotLedger& ledger, SchedulerOutput& out) {
   const Sequence* target = nullptr;
   for (const Sequence* w : waiting_)
-    if (ledger.under_share(*w)) {
+    if (!w->paused && ledger.under_share(*w)) {  // a paused waiter needs no room until it resumes
       target = w;
       break;
     }
@@ -68,11 +68,12 @@ bool Scheduler::try_admit(std::deque<Sequence*>::iterator it, SlotLedger& ledger
 }
 
 // Two passes in queue order (fair_share.h): the under-share requests' sequences, FCFS among them
-// (the first that does not fit stops admission); then, if none is left waiting, anyone's.
+// (the first that does not fit stops admission); then, if none is left waiting, anyone's. Paused
+// waiters (their client's window is full) are passed over, and keep their place in the queue.
 void Scheduler::admit(SlotLedger& ledger, int& budget, SchedulerOutput& out) {
   for (int pass = 0; pass < 2; ++pass) {
     for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0;) {
-      if (pass == 0 && !ledger.under_share(**it)) {
+      if ((*it)->paused || (pass == 0 && !ledger.under_share(**it))) {
         ++it;
         continue;
       }
@@ -91,6 +92,10 @@ SchedulerOutput Scheduler::schedule() {
   int budget = cfg_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
+    if (s->paused) {
+      ++i;
+      continue;
+    }
     const int n = std::min(s->num_tokens() - s->num_computed, budget);
     ENGINE_ASSERT(n > 0);
     bool ok = false;
@@ -115,6 +120,11 @@ SchedulerOutput Scheduler::schedule() {
   ENGINE_ASSERT(ledger.used == running_slots() && ledger.used <= cfg_.max_num_seqs);
   out.num_tokens = cfg_.max_num_batched_tokens - budget;
   return out;
+}
+
+bool Scheduler::all_paused() const {
+  auto paused = [](const Sequence* s) { return s->paused; };
+  return std::all_of(running_.begin(), running_.end(), paused) && std::all_of(waiting_.begin(), waiting_.end(), paused);
 }
 
 void Scheduler::remove(Sequence* s) {

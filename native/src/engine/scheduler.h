@@ -12,6 +12,9 @@
 // than a decode step on a GPU whatever the number of prompts in it (the longest prompt's attention
 // chain, ~200 graph nodes either way), so fewer such steps carrying more prompts raise throughput
 // at the price of a few steps of TTFT.
+// Paused sequences (their client stopped reading: Engine::pause) are skipped: a running one keeps its
+// blocks and is simply not in the batch; a waiting one is passed over (FCFS among the others) until
+// it is resumed.
 #pragma once
 #include <deque>
 #include <vector>
@@ -59,6 +62,8 @@ class Scheduler {
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
+  // Every sequence, running or waiting, is paused (then there is nothing to step until a resume).
+  bool all_paused() const;
   uint64_t preemptions() const { return preemptions_; }
   // Slots held by the running set (fair_share.h); never above max_num_seqs.
   int running_slots() const;

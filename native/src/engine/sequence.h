@@ -30,6 +30,8 @@ struct Sequence {
   uint64_t arrival = 0;      // FCFS order
   uint64_t queued_step = 0;  // the scheduler step it joined the waiting queue (0: preempted, admit first)
   bool forked = false;       // choices 1..n-1 exist (set on choice 0 once its prefill is sampled)
+  // Its client has a full buffer (Engine::pause): never put in a step's batch, its KV blocks kept.
+  bool paused = false;
   Finish finish = Finish::None;
   // Penalty state, only kept when the request uses penalties: counts of generated tokens and
   // presence over prompt + output.

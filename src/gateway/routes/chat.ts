@@ -12,8 +12,8 @@ import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
-import { chatRequestSchema } from '../schemas.js';
-import { sseResponse } from '../sse.js';
+import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
+import { sseResponse, stallGuard } from '../sse.js';
 
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
@@ -50,7 +50,7 @@ export function chatHandler(deps: RouteDeps) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() }) : null;
       const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds);
-      return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent());
+      return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent(), stallGuard(deps, rec.id));
     }
     try {
       const choices = Array.from({ length: n }, (_, index) => ({ index, text: '', logprobs: [] as ReturnType<typeof chatLogprobContent>, finish: null as OpenAIFinish | null }));

@@ -15,7 +15,7 @@ import { appendCompletionLogprobs, emptyCompletionLogprobs, fingerprint, head, r
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { completionRequestSchema, type CompletionRequest } from '../schemas.js';
-import { sseResponse } from '../sse.js';
+import { sseResponse, stallGuard } from '../sse.js';
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
@@ -63,7 +63,7 @@ export function completionsHandler(deps: RouteDeps) {
     if (plan.stream) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(opts.env, 'text_completion'), choices: [], usage: progress.usage() }) : null;
-      return sseResponse(streamed(group, completionChunks(opts, group, progress, plan), usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent());
+      return sseResponse(streamed(group, completionChunks(opts, group, progress, plan), usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent(), stallGuard(deps, rec.id));
     }
     try {
       const choices = Array.from({ length: progress.choiceCount }, (_, index) => {

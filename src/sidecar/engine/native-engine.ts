@@ -102,6 +102,12 @@ export interface NativeEngine {
   submit(req: EngineRequest): string | null;
   /** Aborts a request (all its choices); its blocks return to the pool in the next step. Idempotent. */
   abort(id: number): void;
+  /**
+   * Pauses (true) or resumes (false) every choice of a request from the next step on: paused sequences
+   * keep their KV blocks and are left out of the steps (their client's buffer is full: src/protocol/flow.ts).
+   * Unknown or finished ids are ignored.
+   */
+  pause(id: number, paused: boolean): void;
   stats(): EngineStatsNative;
   /** Stops the step loop: running requests end with Finish.Abort. */
   close(): Promise<void>;

@@ -3,8 +3,11 @@
 //
 // Request table: string ids (the gateway's) ↔ numeric engine ids (u32, never reused while live).
 // Thread rule: the engine calls onStep once per step on the Node thread (the native binding queues it
-// there); handleStep only pushes into per-request queues and never awaits, so a slow consumer of one
-// stream cannot stall the step loop or the other streams.
+// there); handleStep hands each request's delta to its stream's emit (open(): serveEngine batches a
+// step's events into one frame per connection) and never awaits, so a slow consumer of one stream
+// cannot stall the step loop or the other streams.
+// Flow control (src/protocol/flow.ts): a request whose client has a full window is paused in the engine
+// (KV kept, not scheduled) and resumed when credit comes back; stream() applies it to its own consumer.
 // Lifetime: a request ends when all its choices finished, or by abort (abort(id), the stream's
 // AbortSignal, or the consumer returning early — the generator's finally). Every end that leaves the
 // engine generating calls engine.abort, so its KV blocks return to the pool in the next step.
@@ -16,9 +19,13 @@ import {
   type EngineStats,
   type Health,
   type ModelInfo,
+  type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
 } from '../../protocol/engine-client.js';
+import { EventQueue } from '../../protocol/event-queue.js';
+import { eventUnits, nextCoalesced } from '../../protocol/flow.js';
+import { toWireError, type Emit, type PushBackend, type PushedStream } from '../../protocol/push-stream.js';
 import type { Tracer } from '../../protocol/trace.js';
 import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
@@ -48,11 +55,12 @@ export interface EngineHostOptions {
   tracer?: Tracer;
 }
 
-export class EngineHost implements EngineClient {
+export class EngineHost implements EngineClient, PushBackend {
   private engine!: NativeEngine;
   private readonly byId = new Map<string, LiveRequest>();
   private readonly byNum = new Map<number, LiveRequest>();
   private nextNum = 1;
+  private pausedCount = 0; // requests in the table with live.paused
   private draining = false;
   private closed = false;
   private readonly now: () => number;
@@ -79,23 +87,66 @@ export class EngineHost implements EngineClient {
     return this.byId.size;
   }
 
-  async *stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
-    const { live, ids } = await this.admit(req);
-    const onAbort = () => this.endLive(live, 'abort');
+  /**
+   * The push interface (serveEngine): events go to `emit` synchronously, a step's all in one callback.
+   * A prompt tokenized off-thread is admitted when its ids arrive: a refusal then comes as an `error`
+   * event, and an abort meanwhile ends the request as soon as it is admitted (one path for aborts).
+   */
+  open(req: SubmitRequest, emit: Emit): PushedStream {
+    const ids = this.prepare(req);
+    if (!(ids instanceof Promise)) return this.start(req, ids, emit);
+    let started: PushedStream | null = null;
+    let consumed = 0;
+    let aborted = false;
+    ids
+      .then((got) => {
+        started = this.start(req, got, emit);
+        if (aborted) started.abort();
+        else if (consumed > 0) started.credit(consumed);
+      })
+      .catch((err: unknown) => emit({ type: 'error', ...toWireError(err) }));
+    return {
+      credit: (c) => {
+        consumed = Math.max(consumed, c);
+        started?.credit(c);
+      },
+      abort: () => {
+        aborted = true;
+        started?.abort();
+      },
+    };
+  }
+
+  private start(req: SubmitRequest, ids: number[], emit: Emit): PushedStream {
+    const live = this.admit(req, ids, emit);
+    const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
+    if (req.echo) this.addEcho(accepted, req, ids);
+    emit(accepted);
+    return {
+      credit: (consumed) => this.credit(live, consumed),
+      abort: () => this.endLive(live, 'abort'),
+    };
+  }
+
+  /** In-process streams: open() into a queue; what the consumer takes is its credit. */
+  async *stream(req: SubmitRequest, signal?: AbortSignal, opts: StreamOptions = {}): AsyncIterable<EngineEvent> {
+    const queue = new EventQueue<EngineEvent>();
+    const s = this.open(req, (ev) => queue.push(ev as EngineEvent));
+    const onAbort = () => s.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
+    let consumed = 0;
     try {
-      const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
-      if (req.echo) this.addEcho(accepted, req, ids);
-      yield accepted;
       for (;;) {
-        const ev = await live.queue.next();
+        const ev = await nextCoalesced(queue, opts.coalesce === true);
+        consumed += eventUnits(ev);
+        s.credit(consumed);
         yield ev;
         if (ev.type === 'done') return;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      this.endLive(live, 'abort'); // no-op after `done`; otherwise the consumer left early
+      s.abort(); // no-op after `done`; otherwise the consumer left early
     }
   }
 
@@ -126,6 +177,7 @@ export class EngineHost implements EngineClient {
       maxRunning: s.maxRunning,
       maxWaiting: s.maxWaiting,
       fairPreemptions: s.fairPreemptions,
+      paused: this.pausedCount,
     };
   }
 
@@ -170,11 +222,10 @@ export class EngineHost implements EngineClient {
   }
 
   /**
-   * Sizes first (before any tokenizing), then the prompt's ids (inline, or in the pool when large), then
-   * in one synchronous stretch: the queue limit against the engine's live count, and submit. So the
-   * limit is exact under any burst: nothing else submits between the check and the submit.
+   * Sizes first (before any tokenizing), then the prompt's ids: inline (returned), or in the pool when
+   * large (a promise). Throws EngineError for a refusal known up front.
    */
-  private async admit(req: SubmitRequest): Promise<{ live: LiveRequest; ids: number[] }> {
+  private prepare(req: SubmitRequest): number[] | Promise<number[]> {
     const refuseIfClosing = () => {
       if (this.closed || this.draining) throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
     };
@@ -185,17 +236,28 @@ export class EngineHost implements EngineClient {
     const param = promptParam(req.prompt);
     checkTextSize(size, param);
     checkPromptFits(size, param, model.maxModelLen, this.maxTokenBytes);
-    let ids: number[];
     const pool = this.opts.tokenizePool;
-    if (pool && offThread(size)) {
-      this.admitting.add(req.id);
-      try {
-        ids = await pool.encodePrompt(req.prompt, size.chars);
-      } finally {
+    if (!(pool && offThread(size))) return promptIds(req.prompt, bundle, model.vocabSize);
+    this.admitting.add(req.id);
+    return pool.encodePrompt(req.prompt, size.chars).then(
+      (ids) => {
         this.admitting.delete(req.id);
-      }
-      refuseIfClosing();
-    } else ids = promptIds(req.prompt, bundle, model.vocabSize);
+        refuseIfClosing();
+        return ids;
+      },
+      (err: unknown) => {
+        this.admitting.delete(req.id);
+        throw err;
+      },
+    );
+  }
+
+  /**
+   * In one synchronous stretch: the queue limit against the engine's live count, and submit. So the
+   * limit is exact under any burst: nothing else submits between the check and the submit.
+   */
+  private admit(req: SubmitRequest, ids: number[], emit: Emit): LiveRequest {
+    const { bundle, model } = this.opts;
     this.opts.tracer?.mark(req.id, 'sc.tokenized');
     const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
     if (this.engine.stats().waiting >= this.opts.maxNumQueuedReqs) {
@@ -220,10 +282,11 @@ export class EngineHost implements EngineClient {
         submittedAt: this.now(),
       },
       bundle,
+      emit,
     );
     this.byId.set(req.id, live);
     this.byNum.set(num, live);
-    return { live, ids };
+    return live;
   }
 
   private addEcho(accepted: EngineEvent & { type: 'accepted' }, req: SubmitRequest, ids: number[]): void {
@@ -256,7 +319,19 @@ export class EngineHost implements EngineClient {
       live.apply(outs, now);
       if (first && live.firstTokenAt !== null && this.opts.tracer) this.traceFirstToken(live.init.id, now);
       if (live.done) this.remove(live);
+      else if (!live.paused && live.windowFull) this.setPaused(live, true);
     }
+  }
+
+  private credit(live: LiveRequest, consumed: number): void {
+    live.credit(consumed);
+    if (live.paused && !live.windowFull && !live.done) this.setPaused(live, false);
+  }
+
+  private setPaused(live: LiveRequest, paused: boolean): void {
+    live.paused = paused;
+    this.pausedCount += paused ? 1 : -1;
+    if (!this.closed) this.engine.pause(live.init.num, paused);
   }
 
   /** The first token's marks; the step's start is the callback's time less the step's duration. */
@@ -279,6 +354,10 @@ export class EngineHost implements EngineClient {
     if (this.byNum.get(live.init.num) !== live) return;
     this.byNum.delete(live.init.num);
     this.byId.delete(live.init.id);
+    if (live.paused) {
+      live.paused = false;
+      this.pausedCount--;
+    }
     if (live.needsEngineAbort && !this.closed) this.engine.abort(live.init.num);
   }
 }

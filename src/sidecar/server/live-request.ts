@@ -1,6 +1,7 @@
-// One request in the sidecar's table: its per-choice incremental detokenizers and its event queue.
-// `apply(outputs)` turns this request's StepOutputs of one engine step into at most one `delta` event,
-// and the `done` event once every choice has finished.
+// One request in the sidecar's table: its per-choice incremental detokenizers, where its events go
+// (`emit`, called synchronously: the connection batches one step's events into one frame) and its
+// flow-control count (src/protocol/flow.ts). `apply(outputs)` turns this request's StepOutputs of one
+// engine step into at most one `delta` event, and the `done` event once every choice has finished.
 //
 // Choice contract (what the gateway relies on):
 //  - text is complete UTF-8, stop strings withheld; a stop string ends the choice with finish 'stop',
@@ -8,10 +9,10 @@
 //  - an engine stop token ends it with 'stop'; the token counts as output (usage, token ids, logprobs)
 //    but its text is never added (vLLM), stopReason = the id for a request stop_token_id, null for eos;
 //  - Length / Abort / Error pass through; on every end but a stop string the held-back text is flushed.
-// The queue is unbounded and never waits (./event-queue): a slow consumer cannot stall the step loop.
+// emit never waits: a slow consumer cannot stall the step loop; it is paused by flow control instead.
 
 import type { ChoiceDelta, EngineEvent, FinishReason } from '../../protocol/engine-client.js';
-import { EventQueue } from '../../protocol/event-queue.js';
+import { eventUnits, streamWindow } from '../../protocol/flow.js';
 import { Finish, type StepOutput } from '../engine/native-engine.js';
 import type { IncrementalDetokenizer, TokenizerBundle } from '../tokenizer/index.js';
 import { tokenLogprob } from './logprobs.js';
@@ -40,8 +41,13 @@ export interface LiveRequestInit {
 }
 
 export class LiveRequest {
-  readonly queue = new EventQueue<EngineEvent>();
   private readonly choices: ChoiceState[];
+  /** Units emitted, and consumed by the client as far as it reported (src/protocol/flow.ts). */
+  private sent = 0;
+  private consumed = 0;
+  private readonly window: number;
+  /** The engine was told to pause this request (its window is full). */
+  paused = false;
   private cached = 0;
   private firstOutputAt: number | null = null;
   private firstToken: number | null = null;
@@ -50,7 +56,9 @@ export class LiveRequest {
   constructor(
     readonly init: LiveRequestInit,
     private readonly bundle: TokenizerBundle,
+    private readonly emit: (ev: EngineEvent) => void,
   ) {
+    this.window = streamWindow(init.n);
     this.choices = Array.from({ length: init.n }, () => ({
       detok: bundle.newDetokenizer({ stop: init.stop, skipSpecialTokens: init.skipSpecialTokens, minTokens: init.minTokens }),
       tokens: 0,
@@ -66,6 +74,16 @@ export class LiveRequest {
 
   get done(): boolean {
     return this.ended;
+  }
+
+  /** The client's window is full: the engine should not generate more for it until credit returns. */
+  get windowFull(): boolean {
+    return this.sent - this.consumed >= this.window;
+  }
+
+  /** The client has consumed `consumed` units in all (a report may repeat or arrive late: monotonic). */
+  credit(consumed: number): void {
+    if (consumed > this.consumed) this.consumed = Math.min(consumed, this.sent);
   }
 
   /** True when the engine may still be generating a choice that is finished for the client. */
@@ -87,7 +105,7 @@ export class LiveRequest {
       if (o.tokens.length > 0) this.firstToken ??= now;
       deltas.push(this.step(o, c));
     }
-    if (deltas.length > 0) this.queue.push({ type: 'delta', choices: deltas });
+    if (deltas.length > 0) this.push({ type: 'delta', choices: deltas });
     if (this.choices.every((c) => c.finish !== null)) this.finish(now);
   }
 
@@ -102,8 +120,13 @@ export class LiveRequest {
       if (reason === 'error') d.error = { code: 'ENGINE_DEAD', message: message ?? 'the engine stopped' };
       deltas.push(d);
     });
-    if (deltas.length > 0) this.queue.push({ type: 'delta', choices: deltas });
+    if (deltas.length > 0) this.push({ type: 'delta', choices: deltas });
     this.finish(now);
+  }
+
+  private push(ev: EngineEvent): void {
+    this.sent += eventUnits(ev);
+    this.emit(ev);
   }
 
   private step(o: StepOutput, c: ChoiceState): ChoiceDelta {
@@ -118,10 +141,9 @@ export class LiveRequest {
       if (logprobs !== null) lps.push(tokenLogprob(o, t, logprobs, this.bundle.tokenizer));
       const isStopToken = o.finish === Finish.Stop && t === o.tokens.length - 1;
       if (isStopToken) break;
-      const r = c.detok.push([id]);
-      text += r.text;
-      if (r.stopped) {
-        stopString = r.stopped.stop;
+      text += c.detok.pushToken(id);
+      if (c.detok.stop !== null) {
+        stopString = c.detok.stop;
         break;
       }
     }
@@ -158,7 +180,7 @@ export class LiveRequest {
   private finish(now: number): void {
     this.ended = true;
     const s = this.init.submittedAt;
-    this.queue.push({
+    this.push({
       type: 'done',
       usage: {
         promptTokens: this.init.promptTokens,

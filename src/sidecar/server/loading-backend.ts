@@ -11,9 +11,11 @@ import {
   type Health,
   type ModelInfo,
   type ResponseStore,
+  type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
 } from '../../protocol/engine-client.js';
+import type { Emit, PushedStream } from '../../protocol/push-stream.js';
 import type { EngineBackend } from '../../protocol/serve-engine.js';
 import type { EngineHost } from './engine-host.js';
 import { MemoryResponseStore } from './response-store.js';
@@ -46,8 +48,11 @@ export class LoadingBackend implements EngineBackend {
     throw new EngineError('NOT_READY', this.failure ? `the model failed to load: ${this.failure}` : `not ready: ${this.status}`);
   }
 
-  stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
-    return this.get().stream(req, signal);
+  stream(req: SubmitRequest, signal?: AbortSignal, opts?: StreamOptions): AsyncIterable<EngineEvent> {
+    return this.get().stream(req, signal, opts);
+  }
+  open(req: SubmitRequest, emit: Emit): PushedStream {
+    return this.get().open(req, emit);
   }
   async abort(id: string): Promise<void> {
     await this.host?.abort(id);

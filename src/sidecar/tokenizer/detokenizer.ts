@@ -92,6 +92,20 @@ export class IncrementalDetokenizer {
   }
 
   /**
+   * push([id]) for the per-token path: no TokenInfo, no arrays. Returns the text safe to send now;
+   * `stop` becomes non-null on the push that completed a stop string (later pushes return '').
+   */
+  pushToken(id: number): string {
+    if (this.stoppedBy !== null) return '';
+    const p = this.tokenizer.streamPiece(id);
+    if (p === null || (this.skipSpecial && this.tokenizer.specialIds.has(id))) return '';
+    let text: string;
+    if (typeof p === 'number') text = this.pushByte(p);
+    else text = this.pendingLen > 0 ? this.dropPending() + p : p;
+    return text.length === 0 ? '' : this.release(text, false);
+  }
+
+  /**
    * End of stream: an unfinished character becomes U+FFFD per byte, and the held-back stop-string prefix
    * is released (the stop string did not occur, so it is ordinary text). '' after a stop.
    */

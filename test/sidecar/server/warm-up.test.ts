@@ -41,6 +41,7 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
           return null;
         },
         abort: (id) => e.abort(id),
+        pause: (id, paused) => e.pause(id, paused),
         stats: () => e.stats(),
         close: () => e.close(),
       };
