@@ -7,6 +7,7 @@ import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
 import { FLAGS } from './flags.js';
+import type { ConnectionLimits } from './http-connections.js';
 
 export type EngineAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
 export type Role = 'serve' | 'sidecar' | 'gateway';
@@ -19,6 +20,8 @@ export interface GatewayConfig {
   drainTimeoutMs: number;
   /** Lame-duck period before draining (node-server.ts drainDelayMs). */
   drainDelayMs: number;
+  /** HTTP connection limits given on the command line; the rest take their defaults (http-connections.ts). */
+  limits: Partial<ConnectionLimits>;
 }
 
 /** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
@@ -101,6 +104,13 @@ export function buildConfig(args: ParsedArgs): Config {
   if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be ≥ 0 seconds, got ${drain}`);
   const drainDelay = num('drain-delay') ?? 0;
   if (!(drainDelay >= 0)) throw new UsageError(`--drain-delay must be ≥ 0 seconds, got ${drainDelay}`);
+  const seconds = (k: string): number | undefined => {
+    const v = num(k);
+    if (v !== undefined && !(v > 0)) throw new UsageError(`--${k} must be > 0 seconds, got ${v}`);
+    return v === undefined ? undefined : v * 1000;
+  };
+  const limitConcurrency = num('limit-concurrency');
+  if (limitConcurrency !== undefined) positive('limit-concurrency', limitConcurrency);
   const port = num('port') ?? 8000;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
   const engines = ((f.engine as string[] | undefined) ?? []).map(parseEngineAddress);
@@ -127,6 +137,11 @@ export function buildConfig(args: ParsedArgs): Config {
       servedModelName: str('served-model-name'),
       drainTimeoutMs: drain * 1000,
       drainDelayMs: drainDelay * 1000,
+      limits: {
+        keepAliveTimeoutMs: seconds('timeout-keep-alive'),
+        headersTimeoutMs: seconds('timeout-headers'),
+        maxConnections: limitConcurrency,
+      },
     },
     sidecar: {
       model: str('model'),

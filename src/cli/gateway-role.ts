@@ -26,7 +26,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     tracer,
   });
   const warmUpRequests = await warmUpGateway(handle); // before listening: no request meets the cold code
-  const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs, drainDelayMs: g.drainDelayMs });
+  const gw = await serveNode({ handle, engine, listen: g.listen, drainTimeoutMs: g.drainTimeoutMs, drainDelayMs: g.drainDelayMs, limits: g.limits });
   const a = gw.address;
   const url = 'path' in a ? `unix:${a.path}` : `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
   logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off', warmUpRequests }, 'gateway listening');

@@ -6,12 +6,14 @@
 // (drainDelayMs) in which new requests are still served, then the listener stops accepting,
 // idle keep-alive connections close, in-flight requests (streams included) get up to drainTimeoutMs
 // to finish, then every remaining connection is cut and the engine client is closed.
+// Connection limits (request-head timeout, keep-alive, pipelining, open connections): ./http-connections.ts.
 
 import { createAdaptorServer } from '@hono/node-server';
-import type { Server } from 'node:http';
+import type { createServer, RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppHandle } from '../gateway/app.js';
 import type { EngineClient } from '../protocol/engine-client.js';
+import { createLimitedServer, DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_MAX_PIPELINED, type ConnectionLimits } from './http-connections.js';
 
 export type Listen = { host: string; port: number } | { path: string };
 
@@ -26,6 +28,8 @@ export interface NodeGatewayOptions {
    * Default 0 (Kubernetes: use a preStop sleep instead, endpoints are removed on termination).
    */
   drainDelayMs?: number;
+  /** Per-connection limits; each one left out takes its default (./http-connections.ts). */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export interface NodeGateway {
@@ -37,22 +41,33 @@ export interface NodeGateway {
 }
 
 export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> {
-  const server = createAdaptorServer({ fetch: opts.handle.fetch }) as Server;
+  const limits: ConnectionLimits = {
+    headersTimeoutMs: opts.limits?.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+    keepAliveTimeoutMs: opts.limits?.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    maxPipelined: opts.limits?.maxPipelined ?? DEFAULT_MAX_PIPELINED,
+    maxConnections: opts.limits?.maxConnections,
+  };
   let inFlight = 0;
   let draining = false;
   let idle: (() => void) | null = null;
-  server.on('request', (_req, res) => {
-    inFlight++;
-    // A response finishing or its connection dying both end the request ('close' fires for either).
-    if (draining) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      inFlight--;
-      if (draining) {
-        server.closeIdleConnections();
-        if (inFlight === 0) idle?.();
-      }
-    });
-  });
+  const server = createAdaptorServer({
+    fetch: opts.handle.fetch,
+    // @hono/node-server builds its server through this hook; the app's listener goes under the limits.
+    createServer: ((_options: unknown, appListener: RequestListener) =>
+      createLimitedServer(appListener, limits, {
+        started: (_req, res) => {
+          inFlight++;
+          if (draining) res.shouldKeepAlive = false;
+        },
+        ended: () => {
+          inFlight--;
+          if (draining) {
+            server.closeIdleConnections();
+            if (inFlight === 0) idle?.();
+          }
+        },
+      })) as unknown as typeof createServer,
+  }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const done = () => {
