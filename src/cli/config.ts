@@ -6,6 +6,7 @@
 import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
+import { MAX_SECRET_BYTES } from '../protocol/serve-engine.js';
 import { FLAGS } from './flags.js';
 import type { ConnectionLimits } from './http-connections.js';
 
@@ -117,6 +118,9 @@ export function buildConfig(args: ParsedArgs): Config {
   if (role === 'gateway' && engines.length !== 1) throw new UsageError('--role gateway needs exactly one --engine unix:/path or tcp://host:port');
   if (role === 'sidecar' && engines.length === 0) throw new UsageError('--role sidecar needs --engine unix:/path (and/or tcp://host:port) to listen on');
   const secret = str('engine-secret');
+  if (secret && new TextEncoder().encode(secret).length > MAX_SECRET_BYTES) {
+    throw new UsageError(`--engine-secret is longer than ${MAX_SECRET_BYTES} bytes: the engine protocol reads at most 4 KiB from a peer before it has authenticated`);
+  }
   if (engines.some((e) => e.kind === 'tcp') && !secret) {
     throw new UsageError('a tcp:// engine address needs --engine-secret (or ERNIE_EDGE_ENGINE_SECRET): the port is reachable by anyone who can route to it');
   }
@@ -165,6 +169,7 @@ export function buildConfig(args: ParsedArgs): Config {
       precise: dtype('dtype', str('dtype')) !== 'bfloat16',
       kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
+      handshakeTimeoutMs: seconds('engine-handshake-timeout'),
       drainTimeoutMs: drain * 1000,
     },
   };

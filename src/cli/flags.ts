@@ -46,6 +46,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'threads', kind: 'int', scope: 'engine', arg: 'N', help: 'engine threads (default: all cores)' },
   { name: 'engine', kind: 'string', scope: 'both', arg: 'ADDR', repeatable: true, help: 'unix:/path or tcp://host:port; gateway: where the sidecar is; sidecar: where to listen (repeatable)' },
   { name: 'engine-secret', kind: 'string', scope: 'both', arg: 'SECRET', env: 'ERNIE_EDGE_ENGINE_SECRET', help: 'shared secret of tcp:// engine connections, required for them since a TCP port is reachable by anyone who can route to it (env ERNIE_EDGE_ENGINE_SECRET)' },
+  { name: 'engine-handshake-timeout', kind: 'number', scope: 'engine', arg: 'SECONDS', help: 'sidecar: disconnect an engine-protocol peer that has not authenticated (HELLO with the secret) this long after connecting; until then its frames are capped at 4 KiB (default 5)' },
   { name: 'drain-timeout', kind: 'number', scope: 'both', arg: 'SECONDS', help: 'on SIGTERM, how long in-flight requests (streams included) may finish before they are cut (default 30)' },
   { name: 'drain-delay', kind: 'number', scope: 'gateway', arg: 'SECONDS', help: 'on SIGTERM, keep serving this long with /ready 503 before refusing connections, so load balancers probing /ready move away first (default 0)' },
   { name: 'timeout-keep-alive', kind: 'number', scope: 'gateway', arg: 'SECONDS', help: "close an HTTP connection idle this long between requests (default 5, as uvicorn's and vLLM's)" },
