@@ -5,7 +5,10 @@
 // shutdown(): /ready → 503 at once (load balancers stop routing), optionally a lame-duck period
 // (drainDelayMs) in which new requests are still served, then the listener stops accepting,
 // idle keep-alive connections close, in-flight requests (streams included) get up to drainTimeoutMs
-// to finish, then every remaining connection is cut and the engine client is closed.
+// to finish. Past drainTimeoutMs the engine client is closed with the reason, so every stream still open
+// ends the way any engine failure does, with an SSE error event (OpenAI's error shape, which openai-node
+// and openai-python raise as an APIError) and `[DONE]`, and unary requests get a 503; a client that does
+// not read that in DRAIN_CUT_GRACE_MS is cut with the remaining connections.
 // Connection limits (request-head timeout, keep-alive, pipelining, open connections): ./http-connections.ts.
 
 import { createAdaptorServer } from '@hono/node-server';
@@ -31,6 +34,9 @@ export interface NodeGatewayOptions {
   /** Per-connection limits; each one left out takes its default (./http-connections.ts). */
   limits?: Partial<ConnectionLimits>;
 }
+
+/** After the drain timeout, how long streams get to deliver their error event before connections are cut. */
+export const DRAIN_CUT_GRACE_MS = 1000;
 
 export interface NodeGateway {
   /** Where it listens: the bound port (useful with port 0) or the socket path. */
@@ -96,6 +102,18 @@ export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> 
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), opts.drainTimeoutMs))),
     ]);
     clearTimeout(timer);
+    if (!finished) {
+      // Streams still open end with an error event (see the file comment), then whatever is left is cut.
+      await opts.engine.close(`the server is shutting down: the drain timeout (${opts.drainTimeoutMs / 1000} s) ended this request`);
+      await new Promise<void>((resolve) => {
+        const grace = setTimeout(resolve, DRAIN_CUT_GRACE_MS);
+        idle = () => {
+          clearTimeout(grace);
+          resolve();
+        };
+        if (inFlight === 0) idle();
+      });
+    }
     server.closeAllConnections();
     await closed;
     await opts.engine.close();

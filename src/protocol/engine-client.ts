@@ -149,5 +149,6 @@ export interface EngineClient {
   model(): Promise<ModelInfo>;
   tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }>;
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
-  close(): Promise<void>;
+  /** Ends the client; open streams end with ENGINE_DEAD carrying `reason` (default: "engine client closed"). */
+  close(reason?: string): Promise<void>;
 }

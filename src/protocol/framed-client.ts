@@ -144,9 +144,9 @@ export class FramedEngineClient implements EngineClient {
     return (await this.call('DETOKENIZE', { tokens }, true)) as { prompt: string };
   }
 
-  async close(): Promise<void> {
+  async close(reason?: string): Promise<void> {
     this.closedForGood = true;
-    this.conn?.close();
+    this.conn?.close(reason);
     this.conn = null;
   }
 
