@@ -1,7 +1,8 @@
 // `serve` (the default role): sidecar and gateway in one command. The sidecar runs as a supervised
 // child process (src/sidecar/supervisor.ts: restarted if it dies after a successful start) on a Unix
 // socket inside a private 0700 temp directory (./run-dir.ts: removed on any exit this process sees, and
-// a stale one at the next start), so two `serve`s on one host never collide.
+// a stale one at the next start), so two `serve`s on one host never collide. The child's environment
+// holds no secret it does not need (./child-env.ts).
 // Shutdown on SIGTERM/SIGINT: the gateway drains first (/ready 503, in-flight streams finish), then
 // the sidecar is stopped, then the socket directory is removed.
 
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { resolveModelDir } from '../sidecar/model/checkpoint.js';
 import { SidecarSupervisor } from '../sidecar/supervisor.js';
 import { forwardFlags, type ParsedArgs } from './args.js';
+import { sidecarEnv } from './child-env.js';
 import type { Config } from './config.js';
 import { connectEngine, nextSignal, shutdownGateway, startGateway } from './gateway-role.js';
 import type { CliLogger } from './logger.js';
@@ -33,7 +35,7 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
     command: process.execPath,
     args: [binPath, 'serve', '--role', 'sidecar', '--engine', `unix:${sock}`, ...forwardFlags(args.flags, 'engine', ['role'])],
     // The secret (when extra tcp:// listeners were asked for) travels by environment, never argv.
-    env: { ...env, ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
+    env: sidecarEnv(env, cfg.engines.some((e) => e.kind === 'tcp') ? cfg.engineSecret : undefined),
     logger,
   });
   const tracer = tracerFromEnv(env); // the sidecar child traces too: it inherits the variable
