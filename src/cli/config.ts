@@ -8,7 +8,9 @@ import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
 import { defaultApiServerCount } from './cpu-budget.js';
+import { MAX_SECRET_BYTES } from '../protocol/serve-engine.js';
 import { FLAGS } from './flags.js';
+import type { ConnectionLimits } from './http-connections.js';
 
 export type EngineAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
 export type Role = 'serve' | 'sidecar' | 'gateway';
@@ -25,6 +27,8 @@ export interface GatewayConfig {
   apiServerCount: number;
   /** --stream-stall-timeout (createApp's streamStallTimeoutMs). */
   streamStallTimeoutMs: number;
+  /** HTTP connection limits given on the command line; the rest take their defaults (http-connections.ts). */
+  limits: Partial<ConnectionLimits>;
 }
 
 /** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
@@ -123,12 +127,22 @@ export function buildConfig(args: ParsedArgs): Config {
   if (!(stall >= 0)) throw new UsageError(`--stream-stall-timeout must be ≥ 0 seconds, got ${stall}`);
   const drainDelay = num('drain-delay') ?? 0;
   if (!(drainDelay >= 0)) throw new UsageError(`--drain-delay must be ≥ 0 seconds, got ${drainDelay}`);
+  const seconds = (k: string): number | undefined => {
+    const v = num(k);
+    if (v !== undefined && !(v > 0)) throw new UsageError(`--${k} must be > 0 seconds, got ${v}`);
+    return v === undefined ? undefined : v * 1000;
+  };
+  const limitConcurrency = num('limit-concurrency');
+  if (limitConcurrency !== undefined) positive('limit-concurrency', limitConcurrency);
   const port = num('port') ?? 8000;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
   const engines = ((f.engine as string[] | undefined) ?? []).map(parseEngineAddress);
   if (role === 'gateway' && engines.length !== 1) throw new UsageError('--role gateway needs exactly one --engine unix:/path or tcp://host:port');
   if (role === 'sidecar' && engines.length === 0) throw new UsageError('--role sidecar needs --engine unix:/path (and/or tcp://host:port) to listen on');
   const secret = str('engine-secret');
+  if (secret && new TextEncoder().encode(secret).length > MAX_SECRET_BYTES) {
+    throw new UsageError(`--engine-secret is longer than ${MAX_SECRET_BYTES} bytes: the engine protocol reads at most 4 KiB from a peer before it has authenticated`);
+  }
   if (engines.some((e) => e.kind === 'tcp') && !secret) {
     throw new UsageError('a tcp:// engine address needs --engine-secret (or ERNIE_EDGE_ENGINE_SECRET): the port is reachable by anyone who can route to it');
   }
@@ -151,6 +165,11 @@ export function buildConfig(args: ParsedArgs): Config {
       drainDelayMs: drainDelay * 1000,
       apiServerCount: num('api-server-count') === undefined ? defaultApiServerCount() : positive('api-server-count', 1),
       streamStallTimeoutMs: stall * 1000,
+      limits: {
+        keepAliveTimeoutMs: seconds('timeout-keep-alive'),
+        headersTimeoutMs: seconds('timeout-headers'),
+        maxConnections: limitConcurrency,
+      },
     },
     sidecar: {
       model: str('model'),
@@ -177,6 +196,7 @@ export function buildConfig(args: ParsedArgs): Config {
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
       tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
+      handshakeTimeoutMs: seconds('engine-handshake-timeout'),
       drainTimeoutMs: drain * 1000,
     },
   };

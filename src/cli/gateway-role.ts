@@ -52,6 +52,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     listen: slot?.listen ?? g.listen,
     drainTimeoutMs: g.drainTimeoutMs,
     drainDelayMs: g.drainDelayMs,
+    limits: g.limits,
     ...(slot ? { responseHeaders: { [API_SERVER_HEADER]: String(slot.slot) }, reusePort: slot.reusePort } : {}),
   });
   const a = gw.address;

@@ -5,13 +5,18 @@
 // shutdown(): /ready → 503 at once (load balancers stop routing), optionally a lame-duck period
 // (drainDelayMs) in which new requests are still served, then the listener stops accepting,
 // idle keep-alive connections close, in-flight requests (streams included) get up to drainTimeoutMs
-// to finish, then every remaining connection is cut and the engine client is closed.
+// to finish. Past drainTimeoutMs the engine client is closed with the reason, so every stream still open
+// ends the way any engine failure does, with an SSE error event (OpenAI's error shape, which openai-node
+// and openai-python raise as an APIError) and `[DONE]`, and unary requests get a 503; a client that does
+// not read that in DRAIN_CUT_GRACE_MS is cut with the remaining connections.
+// Connection limits (request-head timeout, keep-alive, pipelining, open connections): ./http-connections.ts.
 
 import { createAdaptorServer } from '@hono/node-server';
-import type { Server } from 'node:http';
+import type { createServer, RequestListener, Server } from 'node:http';
 import type { AddressInfo, ListenOptions } from 'node:net';
 import type { AppHandle } from '../gateway/app.js';
 import type { EngineClient } from '../protocol/engine-client.js';
+import { createLimitedServer, DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_MAX_PIPELINED, type ConnectionLimits } from './http-connections.js';
 
 export type Listen = { host: string; port: number } | { path: string };
 
@@ -34,7 +39,12 @@ export interface NodeGatewayOptions {
    * socket is then the worker's own, not the primary's round-robin handle (exclusive).
    */
   reusePort?: boolean;
+  /** Per-connection limits; each one left out takes its default (./http-connections.ts). */
+  limits?: Partial<ConnectionLimits>;
 }
+
+/** After the drain timeout, how long streams get to deliver their error event before connections are cut. */
+export const DRAIN_CUT_GRACE_MS = 1000;
 
 export interface NodeGateway {
   /** Where it listens: the bound port (useful with port 0) or the socket path. */
@@ -46,24 +56,35 @@ export interface NodeGateway {
 }
 
 export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> {
-  const server = createAdaptorServer({ fetch: opts.handle.fetch }) as Server;
+  const limits: ConnectionLimits = {
+    headersTimeoutMs: opts.limits?.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+    keepAliveTimeoutMs: opts.limits?.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    maxPipelined: opts.limits?.maxPipelined ?? DEFAULT_MAX_PIPELINED,
+    maxConnections: opts.limits?.maxConnections,
+  };
   let inFlight = 0;
   let draining = false;
   let idle: (() => void) | null = null;
   const headers = Object.entries(opts.responseHeaders ?? {});
-  server.on('request', (_req, res) => {
-    inFlight++;
-    for (const [k, v] of headers) res.setHeader(k, v);
-    // A response finishing or its connection dying both end the request ('close' fires for either).
-    if (draining) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      inFlight--;
-      if (draining) {
-        server.closeIdleConnections();
-        if (inFlight === 0) idle?.();
-      }
-    });
-  });
+  const server = createAdaptorServer({
+    fetch: opts.handle.fetch,
+    // @hono/node-server builds its server through this hook; the app's listener goes under the limits.
+    createServer: ((_options: unknown, appListener: RequestListener) =>
+      createLimitedServer(appListener, limits, {
+        started: (_req, res) => {
+          inFlight++;
+          for (const [k, v] of headers) res.setHeader(k, v);
+          if (draining) res.shouldKeepAlive = false;
+        },
+        ended: () => {
+          inFlight--;
+          if (draining) {
+            server.closeIdleConnections();
+            if (inFlight === 0) idle?.();
+          }
+        },
+      })) as unknown as typeof createServer,
+  }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const done = () => {
@@ -95,6 +116,18 @@ export async function serveNode(opts: NodeGatewayOptions): Promise<NodeGateway> 
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), opts.drainTimeoutMs))),
     ]);
     clearTimeout(timer);
+    if (!finished) {
+      // Streams still open end with an error event (see the file comment), then whatever is left is cut.
+      await opts.engine.close(`the server is shutting down: the drain timeout (${opts.drainTimeoutMs / 1000} s) ended this request`);
+      await new Promise<void>((resolve) => {
+        const grace = setTimeout(resolve, DRAIN_CUT_GRACE_MS);
+        idle = () => {
+          clearTimeout(grace);
+          resolve();
+        };
+        if (inFlight === 0) idle();
+      });
+    }
     server.closeAllConnections();
     await closed;
     await opts.engine.close();

@@ -1,21 +1,22 @@
 // `serve` (the default role): sidecar and gateway in one command. The sidecar runs as a supervised
 // child process (src/sidecar/supervisor.ts: restarted if it dies after a successful start) on a Unix
-// socket inside a private 0700 temp directory, so two `serve`s on one host never collide.
-// With --api-server-count N > 1 the gateway is N processes (./cluster.ts) on the one port, this
-// process their primary and the sidecar's supervisor.
+// socket inside a private 0700 temp directory (./run-dir.ts: removed on any exit this process sees, and
+// a stale one at the next start), so two `serve`s on one host never collide. The child's environment
+// holds no secret it does not need (./child-env.ts). With --api-server-count N > 1 the gateway is N
+// processes (./cluster.ts) on the one port, this process their primary and the sidecar's supervisor.
 // Shutdown on SIGTERM/SIGINT: the gateway drains first (/ready 503, in-flight streams finish), then
 // the sidecar is stopped, then the socket directory is removed.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { resolveModelDir } from '../sidecar/model/checkpoint.js';
 import { SidecarSupervisor } from '../sidecar/supervisor.js';
 import { forwardFlags, type ParsedArgs } from './args.js';
+import { sidecarEnv } from './child-env.js';
 import type { Config } from './config.js';
 import { connectEngine, gatewayArgs, nextSignal, shutdownGateway, startGateway, startGateways } from './gateway-role.js';
 import type { NodeGateway } from './node-server.js';
 import type { CliLogger } from './logger.js';
+import { createRunDir } from './run-dir.js';
 import { tracerFromEnv } from './trace-file.js';
 
 /**
@@ -29,13 +30,14 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
   // Fail fast on a --model that cannot resolve, before any process or socket exists.
   if (cfg.sidecar.model) await resolveModelDir(cfg.sidecar.model);
   const signal = nextSignal();
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-edge-'));
-  const sock = path.join(dir, 'engine.sock');
+  const runDir = await createRunDir();
+  if (runDir.removedStale.length > 0) logger.info({ removed: runDir.removedStale.length }, 'removed run directories left by dead serve processes');
+  const sock = path.join(runDir.path, 'engine.sock');
   const supervisor = new SidecarSupervisor({
     command: process.execPath,
     args: [binPath, 'serve', '--role', 'sidecar', '--engine', `unix:${sock}`, ...forwardFlags(args.flags, 'engine', ['role'])],
     // The secret (when extra tcp:// listeners were asked for) travels by environment, never argv.
-    env: { ...env, ...(cfg.engineSecret ? { ERNIE_EDGE_ENGINE_SECRET: cfg.engineSecret } : {}) },
+    env: sidecarEnv(env, cfg.engines.some((e) => e.kind === 'tcp') ? cfg.engineSecret : undefined),
     logger,
   });
   // /health answers once the gateway listens; /ready is 503 until the sidecar has loaded.
@@ -66,6 +68,6 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
   started.catch(() => undefined); // a start that failed after shutdown began is expected
   await gw.shutdown();
   await supervisor.stop(cfg.sidecar.drainTimeoutMs + SIDECAR_STOP_GRACE_MS);
-  await rm(dir, { recursive: true, force: true });
+  await runDir.remove();
   return code;
 }

@@ -4,11 +4,14 @@
 // Engine-side gauges and counters (running/waiting, KV usage, token totals, preemptions, prefix cache)
 // are read from engine.stats() at scrape time; request outcomes and latency histograms are observed
 // here as requests finish. Every vllm:* series carries `model_name`.
+// /metrics needs no API key, so a served model name that is a filesystem path is labelled by its last
+// component (./redact.ts).
 // NOTE: `request_success_total` counts finished choices by finish reason; the latency histograms use
 // gateway-side timings (TTFT and inter-token gaps as seen from here, including the engine hop).
 
 import type { EngineStats } from '../protocol/engine-client.js';
 import { Counter, Histogram, renderSamples } from './prom-text.js';
+import { publicModelName } from './redact.js';
 import type { FinishedRequest } from './request-record.js';
 
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
@@ -35,9 +38,9 @@ export class GatewayMetrics implements MetricsSink {
   private readonly e2e = new Histogram('vllm:e2e_request_latency_seconds', 'Histogram of end to end request latency in seconds.', E2E_BUCKETS);
   private modelName = 'unknown';
 
-  /** The model label; set by the app once it knows the served name. */
+  /** The model label; set by the app once it knows the served name (a path: its last component). */
   setModelName(name: string): void {
-    this.modelName = name;
+    this.modelName = publicModelName(name);
   }
 
   observe(r: FinishedRequest): void {

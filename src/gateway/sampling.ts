@@ -17,6 +17,12 @@ export type SamplingFields = Pick<
   | 'logit_bias' | 'seed' | 'stop' | 'stop_token_ids' | 'ignore_eos' | 'skip_special_tokens' | 'min_tokens'
 >;
 
+/**
+ * A temperature below this means greedy, as 0 does: vLLM's _SAMPLING_EPS. The engine divides logits by
+ * the temperature in fp32, where 1e-39…1e-44 are subnormal: the quotient overflowed and sampled noise.
+ */
+export const GREEDY_TEMPERATURE = 1e-5;
+
 export interface StreamPlan {
   stream: boolean;
   includeUsage: boolean;
@@ -54,7 +60,7 @@ export function buildSampling(
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
   return {
     maxTokens: opts.maxTokens,
-    temperature: body.temperature ?? d.temperature ?? 1,
+    temperature: greedyBelowFloor(body.temperature ?? d.temperature ?? 1),
     topP: body.top_p ?? d.topP ?? 1,
     topK: body.top_k ?? d.topK ?? -1,
     minP: body.min_p ?? 0,
@@ -72,6 +78,10 @@ export function buildSampling(
   };
 }
 
+function greedyBelowFloor(temperature: number): number {
+  return temperature < GREEDY_TEMPERATURE ? 0 : temperature;
+}
+
 /** Keys are token-id strings ("123"), values −100..100 (OpenAI's range; out of range is a 400, not clamped). */
 function logitBias(bias: Record<string, number>, vocabSize: number): Record<number, number> {
   const out: Record<number, number> = {};
@@ -79,7 +89,8 @@ function logitBias(bias: Record<string, number>, vocabSize: number): Record<numb
   if (entries.length > 1024) throw badRequest('logit_bias may have at most 1024 entries', 'logit_bias');
   for (const [key, value] of entries) {
     if (!/^\d{1,10}$/.test(key)) throw badRequest(`logit_bias key '${key.slice(0, 32)}' is not a token id`, 'logit_bias');
-    const id = checkTokenId(Number(key), vocabSize, 'logit_bias');
+    if (Number(key) >= vocabSize) throw badRequest(`logit_bias key '${key}' is out of vocabulary (token ids are 0..${vocabSize - 1})`, 'logit_bias');
+    const id = Number(key);
     if (!(value >= -100 && value <= 100)) throw badRequest('logit_bias values must be between -100 and 100', 'logit_bias');
     out[id] = value;
   }

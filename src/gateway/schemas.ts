@@ -18,10 +18,24 @@ const streamOptions = z.object({
   continuous_usage_stats: opt(z.boolean()),
 });
 
+/**
+ * logit_bias: keys must be token ids, checked on the raw object: zod's record drops a `__proto__` key
+ * without a word (its prototype-pollution guard), which accepted and ignored it. Ranges (value −100..100,
+ * id < vocab size) are sampling.ts's.
+ */
+const logitBias = z.preprocess((v, ctx) => {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const bad = Object.keys(v).find((k) => !/^\d{1,10}$/.test(k));
+    if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `key '${bad.slice(0, 32)}' is not a token id (an integer ≥ 0)`, input: v });
+  }
+  return v;
+}, z.record(z.string(), z.number()));
+
 /** Fields shared by /v1/chat/completions and /v1/completions. */
 const common = {
   model: opt(z.string().max(512)),
   n: opt(int(1, MAX_N)),
+  // Below GREEDY_TEMPERATURE (1e-5, vLLM's) it means greedy, as 0 does (sampling.ts).
   temperature: opt(num(0, 2)),
   top_p: opt(z.number().gt(0).max(1)),
   top_k: opt(int(-1, MAX_TOKEN_ID)),
@@ -29,7 +43,7 @@ const common = {
   frequency_penalty: opt(num(-2, 2)),
   presence_penalty: opt(num(-2, 2)),
   repetition_penalty: opt(z.number().gt(0).max(10)),
-  logit_bias: opt(z.record(z.string(), z.number())),
+  logit_bias: opt(logitBias),
   seed: opt(z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)),
   stop: opt(z.union([z.string().max(1024), z.array(z.string().max(1024)).max(MAX_STOP_STRINGS)])),
   stop_token_ids: opt(z.array(int(0, MAX_TOKEN_ID)).max(64)),

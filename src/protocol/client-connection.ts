@@ -115,8 +115,8 @@ export class ClientConnection {
     });
   }
 
-  close(): void {
-    this.deathReason = 'engine client closed';
+  close(reason = 'engine client closed'): void {
+    this.deathReason = reason;
     this.transport.close();
   }
 

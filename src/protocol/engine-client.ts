@@ -183,5 +183,6 @@ export interface EngineClient {
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
   /** Absent where the engine keeps no responses (then `store` / `previous_response_id` are refused). */
   readonly responses?: ResponseStore;
-  close(): Promise<void>;
+  /** Ends the client; open streams end with ENGINE_DEAD carrying `reason` (default: "engine client closed"). */
+  close(reason?: string): Promise<void>;
 }

@@ -164,9 +164,9 @@ export class FramedEngineClient implements EngineClient {
     delete: async (id) => (await this.call('RESPONSE_DELETE', { id }, true)) as boolean,
   };
 
-  async close(): Promise<void> {
+  async close(reason?: string): Promise<void> {
     this.closedForGood = true;
-    this.conn?.close();
+    this.conn?.close(reason);
     this.conn = null;
   }
 

@@ -50,7 +50,15 @@ export class FrameDecoder {
   private type = 0;
   private failed = false;
 
-  constructor(private readonly maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {}
+  /**
+   * The cap checked against each frame header from now on. The server keeps it small until the peer has
+   * authenticated (serve-engine.ts), so an unauthenticated peer cannot make it allocate a large payload.
+   */
+  maxFrameBytes: number;
+
+  constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
+    this.maxFrameBytes = maxFrameBytes;
+  }
 
   push(chunk: Uint8Array): Frame[] {
     if (this.failed) throw new FrameError('decoder already failed');

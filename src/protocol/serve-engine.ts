@@ -5,6 +5,10 @@
 // Contract:
 // - The first message must be HELLO with our PROTOCOL_VERSION (and the secret, when one is configured);
 //   anything else gets HELLO_ERR and the connection is closed.
+// - Until that HELLO is accepted, frames are capped at PRE_AUTH_MAX_FRAME_BYTES (a larger declared length
+//   closes the connection at its 5-byte header, before any payload is buffered), and a peer that has not
+//   sent it within handshakeTimeoutMs is disconnected: an unauthenticated peer can hold a few KiB for a
+//   few seconds, no more. A client must wait for HELLO_OK before sending anything larger (ours does).
 // - Each SUBMIT opens a stream on the backend (its push interface, ./push-stream.ts, or its pull-based
 //   stream() through pushFromIterable). Events of all streams are collected as they come and sent
 //   together when the current task's synchronous work ends (a microtask): the events one engine step
@@ -34,10 +38,20 @@ import type { ByteTransport } from './transport.js';
 /** What serveEngine serves: an EngineClient without close(), with the push interface when it has one. */
 export type EngineBackend = Omit<EngineClient, 'close'> & Partial<PushBackend>;
 
+/** HELLO is a version and a secret (at most MAX_SECRET_BYTES): 4 KiB leave room and hold nothing more. */
+export const PRE_AUTH_MAX_FRAME_BYTES = 4096;
+/** The longest shared secret HELLO can carry under PRE_AUTH_MAX_FRAME_BYTES (the CLI refuses longer ones). */
+export const MAX_SECRET_BYTES = 1024;
+/** A client sends HELLO as soon as it is connected; this bounds a peer that connects and says nothing. */
+export const DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS = 5_000;
+
 export interface ServeEngineOptions {
   /** When set, HELLO must carry exactly this secret (compared in constant time). */
   secret?: string;
+  /** Frame cap once the peer is authenticated (before: PRE_AUTH_MAX_FRAME_BYTES). */
   maxFrameBytes?: number;
+  /** Time from connection to an accepted HELLO before the peer is disconnected. */
+  handshakeTimeoutMs?: number;
   /** Reports protocol violations and backend failures; default: silent. */
   onError?: (err: unknown) => void;
   /** Stage marks of streams (sc.recv, sc.decoded, sc.accepted, sc.delta); default none. */
@@ -52,7 +66,7 @@ export interface ServedConnection {
 
 export function serveEngine(transport: ByteTransport, backend: EngineBackend, opts: ServeEngineOptions = {}): ServedConnection {
   const maxFrameBytes = opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-  const decoder = new FrameDecoder(maxFrameBytes);
+  const decoder = new FrameDecoder(Math.min(PRE_AUTH_MAX_FRAME_BYTES, maxFrameBytes));
   const active = new Map<string, PushedStream>();
   const tasks = new Set<Promise<void>>();
   let greeted = false;
@@ -77,6 +91,10 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     tasks.add(t);
   };
 
+  const handshakeTimer = setTimeout(() => {
+    report(new Error('engine peer sent no valid HELLO in time: disconnected'));
+    transport.close();
+  }, opts.handshakeTimeoutMs ?? DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS);
   const tracer = opts.tracer;
   const flush = () => {
     flushQueued = false;
@@ -113,6 +131,7 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   });
   transport.onClose(() => {
     closed = true;
+    clearTimeout(handshakeTimer);
     outbox = [];
     for (const [id, stream] of active) {
       stream.abort();
@@ -132,6 +151,8 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
         return refuse('INVALID_REQUEST', 'wrong or missing shared secret');
       }
       greeted = true;
+      clearTimeout(handshakeTimer);
+      decoder.maxFrameBytes = maxFrameBytes;
       track(
         backend.model().then(
           (model) => send('HELLO_OK', { version: PROTOCOL_VERSION, model }),

@@ -52,6 +52,8 @@ export interface SidecarOptions {
   tokenizerPoolSize?: number;
   listen: ListenAddress[];
   secret?: string;
+  /** Time a connecting peer has to authenticate (HELLO) before it is disconnected; default serve-engine.ts's. */
+  handshakeTimeoutMs?: number;
 }
 
 export interface SidecarDeps {
@@ -81,8 +83,8 @@ export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Pro
     for (const a of opts.listen) {
       servers.push(
         a.kind === 'unix'
-          ? await listenUnix(a.path, backend, { onError, tracer })
-          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError, tracer }),
+          ? await listenUnix(a.path, backend, { onError, tracer, handshakeTimeoutMs: opts.handshakeTimeoutMs })
+          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError, tracer, handshakeTimeoutMs: opts.handshakeTimeoutMs }),
       );
     }
   } catch (err) {

@@ -39,13 +39,18 @@ describe('serveNode', () => {
     expect(await engine.health().catch((e: Error) => e.message)).toMatch(/dead/); // the engine client was closed
   });
 
-  it('cuts streams still open at the drain timeout and reports it', async () => {
+  it('ends streams still open at the drain timeout with an SSE error event and [DONE], and reports it', async () => {
     const { engine, gw, base } = await start(50);
     engine.holdSteps();
     const res = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: streamBody });
     await engine.whenActive(1);
     expect(await gw.shutdown()).toBe(false);
-    await expect(res.text()).rejects.toThrow();
+    // What OpenAI clients raise as an APIError: `data: {"error": {...}}`, then the stream's end.
+    const frames = (await res.text()).trim().split('\n\n');
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    const error = JSON.parse(frames.at(-2)!.slice('data: '.length)) as { error: { message: string; type: string; code: string } };
+    expect(error.error.message).toMatch(/shutting down: the drain timeout \(0.05 s\)/);
+    expect(error.error.type).toBe('service_unavailable_error');
   });
 
   it('drainDelayMs: /ready is 503 while new requests are still served, then connections are refused', async () => {

@@ -122,10 +122,10 @@ export class FakeEngineClient implements EngineClient {
   failAfter(afterTokens: number, code: EngineErrorCode = 'INTERNAL'): void {
     this.nextMidStreamFailure = { afterTokens, code };
   }
-  kill(): void {
+  kill(message = 'fake engine killed'): void {
     this.killed = true;
     for (const a of this.activeReqs.values()) {
-      a.dead = new EngineError('ENGINE_DEAD', 'fake engine killed');
+      a.dead = new EngineError('ENGINE_DEAD', message);
       a.wake();
     }
   }
@@ -258,8 +258,8 @@ export class FakeEngineClient implements EngineClient {
     return { prompt: this.tokenizer.decode(tokens, false) };
   }
 
-  async close(): Promise<void> {
-    this.kill();
+  async close(reason?: string): Promise<void> {
+    this.kill(reason);
   }
 
   // ---- internals ----

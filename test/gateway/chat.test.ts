@@ -35,6 +35,18 @@ describe('POST /v1/chat/completions (JSON)', () => {
     expect(sub.sampling.maxTokens).toBe(8);
   });
 
+  it('a temperature below 1e-5 (vLLM\'s floor) is greedy: the engine is sent 0', async () => {
+    const { post, engine } = setup();
+    const sent = async (temperature: number) => {
+      const res = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 2, temperature });
+      expect(res.status).toBe(200);
+      return engine.submitted.at(-1)!.sampling.temperature;
+    };
+    for (const t of [1e-39, 1e-40, 1e-44, 1e-46, 5e-324, 9.99e-6]) expect(await sent(t), String(t)).toBe(0);
+    expect(await sent(1e-5)).toBe(1e-5);
+    expect(await sent(0.5)).toBe(0.5);
+  });
+
   it('passes sampling parameters through, max_completion_tokens winning over max_tokens', async () => {
     const { post, engine } = setup();
     const res = await post('/v1/chat/completions', {

@@ -48,6 +48,18 @@ describe('400 invalid requests', () => {
     }
   });
 
+  it('logit_bias keys must be token ids in [0, vocab): every other key is a 400 naming it', async () => {
+    const { post, engine } = setup();
+    // Raw JSON: in a JS object literal `__proto__` would set the prototype instead of a key.
+    for (const key of ['__proto__', 'constructor', 'abc', '-1', '1.5', ' 7', '99999999999', '999999']) {
+      const body = `{"model": "${MODEL}", "messages": [{"role": "user", "content": "hi"}], "logit_bias": {"5": 1, ${JSON.stringify(key)}: 2}}`;
+      const e = await expectError(await post('/v1/chat/completions', body), 400);
+      expect(e.param, key).toBe('logit_bias');
+      expect(e.message, key).toContain(`'${key.slice(0, 32)}'`);
+    }
+    expect(engine.submitted).toHaveLength(0);
+  });
+
   it('a prompt past max_model_len is the engine INVALID_REQUEST → 400', async () => {
     const { post } = setup({}, { model: { maxModelLen: 64 } });
     const e = await expectError(await post('/v1/completions', { model: MODEL, prompt: 'x'.repeat(100) }), 400);
