@@ -37,6 +37,7 @@
         "src/cpu/kernels.cc",
         "src/engine/block_pool.cc",
         "src/engine/engine.cc",
+        "src/engine/prompt_logprobs.cc",
         "src/engine/kv_manager.cc",
         "src/engine/sampler.cc",
         "src/engine/scheduler.cc",

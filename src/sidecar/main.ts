@@ -146,7 +146,13 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   backend.setStatus('loading weights');
   const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens: plan.maxNumBatchedTokens, maxModelLen: plan.maxModelLen };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer }, (onStep) =>
+  const cacheConfig = {
+    block_size: String(plan.blockSize),
+    num_gpu_blocks: String(plan.kvBlocks),
+    cache_dtype: opts.kvCacheDtype ?? 'float32',
+    enable_prefix_caching: String(opts.engine.enablePrefixCaching ?? true),
+  };
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer, cacheConfig }, (onStep) =>
     factory.create(checkpoint, plan, engineOptions, bundle, onStep),
   );
   logLoaded(logger, opts, factory, checkpoint, plan, (performance.now() - t0) / 1000);

@@ -9,7 +9,7 @@ namespace ee {
 struct RequestSpec {
   uint32_t id = 0;
   std::vector<int32_t> prompt;
-  int max_tokens = 16;
+  int max_tokens = 16;  // 0: prefill only (prompt logprobs), nothing sampled
   int n = 1;
   float temperature = 1.0f;  // 0: greedy
   float top_p = 1.0f;
@@ -24,6 +24,9 @@ struct RequestSpec {
   std::vector<float> logit_bias_values;
   std::vector<int32_t> stop_token_ids;
   int logprobs = -1;  // -1: none; k >= 0: chosen + top-k
+  // -1: none; k >= 0: every prompt token's logprob (from the 2nd on), its rank and the top-k, computed
+  // in the prefill (which then skips the prefix cache: every position's logits are needed).
+  int prompt_logprobs = -1;
 
   bool uses_penalties() const {
     return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;

@@ -31,6 +31,8 @@ struct Sequence {
   uint64_t queued_step = 0;  // the scheduler step it joined the waiting queue (0: preempted, admit first)
   bool forked = false;       // choices 1..n-1 exist (set on choice 0 once its prefill is sampled)
   Finish finish = Finish::None;
+  int prompt_lp_next = 1;  // the next prompt index whose prompt logprob is due (choice 0 only)
+  int preemptions = 0;     // times this sequence was preempted (recomputed)
   // Penalty state, only kept when the request uses penalties: counts of generated tokens and
   // presence over prompt + output.
   std::unordered_map<int32_t, int> output_counts;
@@ -38,6 +40,8 @@ struct Sequence {
 
   int num_tokens() const { return int(tokens.size()); }
   int num_output() const { return int(tokens.size()) - prompt_len; }
+  // This sequence still owes prompt logprobs: its prefill must compute every prompt row's logits.
+  bool wants_prompt_rows() const { return req->prompt_logprobs >= 0 && index == 0 && prompt_lp_next < prompt_len; }
 };
 
 }  // namespace ee

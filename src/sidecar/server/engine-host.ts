@@ -41,6 +41,8 @@ export interface EngineHostOptions {
   now?: () => number;
   /** Stage marks (sc.tokenized, sc.submitted, eng.step, sc.step, sc.detok); default none. */
   tracer?: Tracer;
+  /** vllm:cache_config_info's labels, as the sidecar sized the KV cache. */
+  cacheConfig?: Record<string, string>;
 }
 
 export class EngineHost implements EngineClient {
@@ -115,6 +117,8 @@ export class EngineHost implements EngineClient {
       promptTokens: s.promptTokens,
       generationTokens: s.generationTokens,
       stepTimeMs: s.stepTimeMs,
+      ...(s.iterationTokens ? { iterationTokens: s.iterationTokens } : {}),
+      ...(this.opts.cacheConfig ? { cacheConfig: this.opts.cacheConfig } : {}),
     };
   }
 
@@ -122,10 +126,13 @@ export class EngineHost implements EngineClient {
     return this.opts.model;
   }
 
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
+  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }> {
     try {
       const { tokens } = this.opts.bundle.tokenize(req);
-      return { tokens, maxModelLen: this.opts.model.maxModelLen };
+      if (!req.returnTokenStrs) return { tokens, maxModelLen: this.opts.model.maxModelLen };
+      // The tokenizer's pieces (transformers' convert_ids_to_tokens), as vLLM's return_token_strs.
+      const tokenStrs = tokens.map((id) => this.opts.bundle.tokenizer.idToToken(id) ?? '');
+      return { tokens, maxModelLen: this.opts.model.maxModelLen, tokenStrs };
     } catch (err) {
       if (err instanceof EngineError) throw err;
       throw new EngineError('INVALID_REQUEST', (err as Error).message, req.messages ? 'messages' : 'prompt');
@@ -180,6 +187,8 @@ export class EngineHost implements EngineClient {
         logprobs: req.sampling.logprobs,
         eosStops: new Set(req.sampling.ignoreEos ? [] : bundle.eosIds),
         submittedAt: this.now(),
+        maxTokens,
+        ...(req.sampling.promptLogprobs != null ? { promptLogprobs: { ids, k: req.sampling.promptLogprobs } } : {}),
       },
       bundle,
     );

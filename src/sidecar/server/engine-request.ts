@@ -36,6 +36,7 @@ export function toEngineRequest(
     logitBiasValues: Float32Array.from(bias, ([, v]) => v),
     stopTokenIds: Int32Array.from(stop),
     logprobs: s.logprobs ?? -1,
+    ...(s.promptLogprobs != null ? { promptLogprobs: s.promptLogprobs } : {}),
   };
 }
 
