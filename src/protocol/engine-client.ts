@@ -30,6 +30,8 @@ export class EngineError extends Error {
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'developer' | 'tool';
   content: string;
+  /** Passed to the chat template as `message.name` (whether it renders it is the template's choice). */
+  name?: string;
 }
 
 /** What to generate from. Token-id prompts are used exactly as given: nothing is prepended. */

@@ -47,6 +47,7 @@ const finishReason = z.enum(['stop', 'length', 'abort', 'error']);
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
   content: z.string(),
+  name: z.string().optional(),
 });
 const prompt = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string() }),

@@ -131,3 +131,13 @@ describe('fields accepted but not implemented are refused', () => {
     }
   });
 });
+
+describe('message name', () => {
+  it('reaches the engine with its message (the chat template receives it)', async () => {
+    const { post, engine } = setup();
+    const res = await post('/v1/chat/completions', { model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'hi', name: 'ana' }, { role: 'user', content: 'yo' }] });
+    expect(res.status).toBe(200);
+    const prompt = engine.submitted.at(-1)!.prompt;
+    expect(prompt.kind === 'chat' && prompt.messages).toEqual([{ role: 'user', content: 'hi', name: 'ana' }, { role: 'user', content: 'yo' }]);
+  });
+});

@@ -115,7 +115,7 @@ function echoedContent(messages: ChatMessageIn[], addGenerationPrompt: boolean):
 
 function toEngineMessage(m: ChatMessageIn): ChatMessage {
   const content = m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
-  return { role: m.role, content };
+  return m.name != null ? { role: m.role, content, name: m.name } : { role: m.role, content };
 }
 
 async function* chatChunks(

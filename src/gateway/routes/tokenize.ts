@@ -16,7 +16,13 @@ export function tokenizeHandler(deps: RouteDeps) {
     const returnTokenStrs = body.return_token_strs === true;
     const { tokens, maxModelLen, tokenStrs } = await c.var.engine.tokenize({
       prompt: chat ? undefined : body.prompt,
-      messages: chat ? body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join('') })) : undefined,
+      messages: chat
+        ? body.messages.map((m) => ({
+            role: m.role,
+            content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join(''),
+            ...(m.name != null ? { name: m.name } : {}),
+          }))
+        : undefined,
       addSpecialTokens: body.add_special_tokens ?? true,
       addGenerationPrompt: chat ? (body.add_generation_prompt ?? true) : false,
       ...(returnTokenStrs ? { returnTokenStrs } : {}),

@@ -67,6 +67,7 @@ export interface TextSegment {
 export interface TemplateMessage {
   role: string;
   content: string;
+  name?: string;
 }
 
 export interface ChatOptions {
