@@ -1,16 +1,12 @@
 // Benchmark workloads: the seed article's 5 Chinese prompts, and a seeded random workload.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ARTICLE_PROMPTS } from '../../src/cli/bench-serve/dataset.js';
 import { loadTokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
 import { tokens } from './single-stream.js';
 
-export const ARTICLE_PROMPTS = [
-  '请用中文介绍一下人工智能的发展历史。',
-  '写一首关于春天的五言绝句。',
-  '解释一下什么是机器学习，并举一个例子。',
-  '如何快速学习Python编程？',
-  '描述一下你理想中的智能助手应该具备哪些功能。',
-];
+// One list for the engine benchmarks and `bench serve --dataset-name article`.
+export { ARTICLE_PROMPTS };
 
 export interface BenchRequest {
   prompt: Int32Array;

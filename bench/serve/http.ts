@@ -20,12 +20,16 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export async function startServer(dir: string, traceFile: string): Promise<Server> {
+/**
+ * `ernie-edge serve` on any free port: by default on the checkpoint `dir` with bench:serve's options;
+ * `flags` replaces those (bench/serve-gpu.ts passes its own). traceFile null: no stage tracing.
+ */
+export async function startServer(dir: string, traceFile: string | null, flags: string[] = ['--model', dir, '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512']): Promise<Server> {
   const bin = path.resolve(here, '../../bin/ernie-edge.js');
   const spawnedAt = hrtimeMs();
-  const child = spawn(process.execPath, [bin, 'serve', '--model', dir, '--port', '0', '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512'], {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile },
+    env: traceFile === null ? process.env : { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile },
   });
   let buf = '';
   const exited = new Promise((r) => child.once('exit', r));

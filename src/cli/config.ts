@@ -63,6 +63,20 @@ function dtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' {
   throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}`);
 }
 
+/** --quantization: none, or int8 under its own name or vLLM's w8a8. */
+function quantization(v: string | undefined): 'none' | 'int8' {
+  if (v === undefined || v === 'none') return 'none';
+  if (v === 'int8' || v === 'w8a8') return 'int8';
+  throw new UsageError(`--quantization must be none, int8 or w8a8, got ${v}`);
+}
+
+/** --lm-head-dtype: auto follows --quantization; bfloat16 keeps the LM head bf16. */
+function lmHeadInt8(v: string | undefined): boolean {
+  if (v === undefined || v === 'auto') return true;
+  if (v === 'bfloat16') return false;
+  throw new UsageError(`--lm-head-dtype must be auto or bfloat16, got ${v}`);
+}
+
 function origins(v: string | undefined): string[] | '*' | undefined {
   if (v === undefined) return undefined;
   const t = v.trim();
@@ -149,7 +163,10 @@ export function buildConfig(args: ParsedArgs): Config {
       enforceEager: (f['enforce-eager'] as boolean | undefined) ?? false,
       precise: dtype('dtype', str('dtype')) !== 'bfloat16',
       kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
+      quantization: quantization(str('quantization')),
+      lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
+      tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
       drainTimeoutMs: drain * 1000,
     },
   };

@@ -10,6 +10,7 @@ import { parseArgs, UsageError } from './args.js';
 import { buildConfig } from './config.js';
 import { helpText } from './flags.js';
 import { runGatewayRole } from './gateway-role.js';
+import { runBenchServe } from './bench-serve/run.js';
 import { createLogger } from './logger.js';
 import { runMonitor } from './monitor.js';
 import { runServe } from './serve.js';
@@ -30,8 +31,14 @@ export interface MainDeps {
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, deps: MainDeps = {}): Promise<number> {
-  // `monitor` has its own flag table (./monitor-args.ts), read by the same parser; everything else is `serve`'s.
+  // `monitor` and `bench serve` have their own flag tables (./monitor-args.ts, ./bench-serve/args.ts),
+  // read by the same parser; everything else is `serve`'s.
   if (argv[0] === 'monitor') return runMonitor(argv.slice(1));
+  if (argv[0] === 'bench') {
+    if (argv[1] === 'serve') return runBenchServe(argv.slice(2), env);
+    process.stderr.write(`ernie-edge: ${argv[1] === undefined ? '`bench` needs a benchmark' : `unknown benchmark '${argv[1]}'`}; the one there is: \`bench serve\` (bench serve --help)\n`);
+    return 2;
+  }
   let args, cfg;
   try {
     args = parseArgs(argv, env);
@@ -43,7 +50,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, deps
       process.stdout.write(`${await version()}\n`);
       return 0;
     }
-    if (args.command !== 'serve') throw new UsageError(`unknown command '${args.command}'; the commands are \`serve\` and \`monitor\` (see --help)`);
+    if (args.command !== 'serve') throw new UsageError(`unknown command '${args.command}'; the commands are \`serve\`, \`monitor\` and \`bench serve\` (see --help)`);
     cfg = buildConfig(args);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;

@@ -100,6 +100,10 @@ export class GatewayMetrics {
       out += renderSamples('vllm:num_preemptions_total', 'Cumulative number of preemptions from the engine.', 'counter', [[m, stats.preemptions]]);
       out += renderSamples('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', 'counter', [[m, stats.prefixCacheQueries]]);
       out += renderSamples('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', 'counter', [[m, stats.prefixCacheHits]]);
+      // Limits made visible: peaks the engine keeps at every step and submit (never sampled here).
+      out += renderSamples('ernie_edge:num_requests_running_max', 'Most sequences in one engine step since start (bounded by --max-num-seqs).', 'gauge', [[m, stats.maxRunning]]);
+      out += renderSamples('ernie_edge:num_requests_waiting_max', 'Most sequences waiting at once since start (bounded by --max-num-queued-reqs).', 'gauge', [[m, stats.maxWaiting]]);
+      out += renderSamples('ernie_edge:fair_preemptions_total', 'Preemptions that seated a request under its fair share of --max-num-seqs.', 'counter', [[m, stats.fairPreemptions]]);
       if (stats.iterationTokens) out += renderHistogramSnapshot('vllm:iteration_tokens_total', 'Histogram of number of tokens per engine_step.', m, stats.iterationTokens);
       if (stats.cacheConfig) out += renderSamples('vllm:cache_config_info', 'Information of the LLMEngine CacheConfig', 'gauge', [[{ ...m, ...stats.cacheConfig }, 1]]);
     }

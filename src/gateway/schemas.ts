@@ -3,7 +3,7 @@
 // src/protocol/limits.ts; checks that need the model (vocab size, max_model_len) live in ./sampling.ts.
 
 import { z } from 'zod';
-import { MAX_LOGPROBS, MAX_N } from '../protocol/limits.js';
+import { MAX_CHAT_MESSAGES, MAX_LOGPROBS, MAX_N } from '../protocol/limits.js';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const num = (min: number, max: number) => z.number().min(min).max(max);
@@ -89,7 +89,7 @@ export type ChatMessageIn = z.infer<typeof chatMessageSchema>;
 
 export const chatRequestSchema = z.object({
   ...common,
-  messages: z.array(chatMessageSchema).min(1).max(4096),
+  messages: z.array(chatMessageSchema).min(1).max(MAX_CHAT_MESSAGES),
   max_completion_tokens: opt(int(1, MAX_TOKEN_ID)),
   logprobs: opt(z.boolean()),
   top_logprobs: opt(int(0, MAX_LOGPROBS)),
@@ -130,7 +130,7 @@ export const tokenizeRequestSchema = z.union([
   }),
   z.object({
     model: opt(z.string().max(512)),
-    messages: z.array(chatMessageSchema).min(1).max(4096),
+    messages: z.array(chatMessageSchema).min(1).max(MAX_CHAT_MESSAGES),
     add_special_tokens: opt(z.boolean()),
     add_generation_prompt: opt(z.boolean()),
     return_token_strs: opt(z.boolean()),

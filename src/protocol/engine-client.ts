@@ -157,6 +157,10 @@ export interface EngineStats {
   promptTokens: number; // totals since start
   generationTokens: number;
   stepTimeMs: number; // last engine step
+  /** Peaks since start, kept by the engine at every step and submit (not sampled): limits hold. */
+  maxRunning: number; // never above ModelInfo.maxNumSeqs
+  maxWaiting: number; // never above --max-num-queued-reqs
+  fairPreemptions: number; // preemptions that seated a request under its fair share of the sequences
   /** Tokens computed per engine step (vllm:iteration_tokens_total). */
   iterationTokens?: HistogramSnapshot;
   /** vllm:cache_config_info's labels (block_size, num_gpu_blocks, cache_dtype, enable_prefix_caching). */
@@ -167,6 +171,8 @@ export interface ModelInfo {
   id: string; // served model name
   root: string; // where it was loaded from
   maxModelLen: number;
+  /** --max-num-seqs: sequences (prompts x n) the engine runs at once; a request needing more is refused. */
+  maxNumSeqs: number;
   vocabSize: number;
   createdAt: number; // unix seconds
   /** generation_config.json defaults, already parsed. */

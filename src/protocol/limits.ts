@@ -17,3 +17,19 @@ export const MAX_N = 16;
  * for `top_logprobs` and vLLM's default `--max-logprobs`.
  */
 export const MAX_LOGPROBS = 20;
+
+/**
+ * Messages in one chat (chat completions, /tokenize): the gateway's schema answers 400 past it, and the
+ * sidecar checks it again before rendering the template (engine-protocol clients need not come
+ * through a gateway). Rendering cost grows with the count; large chats render off the sidecar's main
+ * thread (src/sidecar/tokenizer/pool.ts).
+ */
+export const MAX_CHAT_MESSAGES = 4096;
+
+/**
+ * Characters (UTF-16 code units: a lower bound on UTF-8 bytes) of prompt or message text the sidecar
+ * tokenizes for one request, checked before tokenizing. Above the gateway's default body limit on
+ * purpose: the gateway's limit is the one a client meets; this one bounds what an engine-protocol peer
+ * can make the sidecar tokenize.
+ */
+export const MAX_INPUT_CHARS = 16 * 1024 * 1024;

@@ -117,6 +117,9 @@ export const statsSchema = z.object({
   promptTokens: int,
   generationTokens: int,
   stepTimeMs: num,
+  maxRunning: int,
+  maxWaiting: int,
+  fairPreemptions: int,
   iterationTokens: histogram.optional(),
   cacheConfig: z.record(z.string(), z.string()).optional(),
 });
@@ -130,6 +133,7 @@ export const modelInfoSchema = z.object({
   id: z.string(),
   root: z.string(),
   maxModelLen: int,
+  maxNumSeqs: int,
   vocabSize: int,
   createdAt: num,
   generationDefaults: z.object({ temperature: num, topP: num, topK: int, repetitionPenalty: num }).partial(),

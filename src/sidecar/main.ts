@@ -12,12 +12,13 @@ import type { EngineFactory } from './engine/factory.js';
 import type { EnginePlan } from './engine/plan.js';
 import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
-import { planCheckpoint } from './model/load.js';
+import { kernelNames, planCheckpoint } from './model/load.js';
 import { native } from './native.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
 import { LoadingBackend } from './server/loading-backend.js';
 import { warmUp } from './server/warm-up.js';
+import { TokenizePool } from './server/tokenize-pool.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
 import type { EngineOptions } from './engine/native-engine.js';
 
@@ -42,7 +43,13 @@ export interface SidecarOptions {
   precise?: boolean;
   /** --kv-cache-dtype. */
   kvCacheDtype?: 'float32' | 'bfloat16';
+  /** --quantization (CPU): int8 weights quantized at load. */
+  quantization?: 'none' | 'int8';
+  /** --lm-head-dtype: false keeps the LM head bf16 under int8. */
+  lmHeadInt8?: boolean;
   maxNumQueuedReqs: number;
+  /** --tokenizer-pool-size: worker threads for large inputs (0: inline); default 1. */
+  tokenizerPoolSize?: number;
   listen: ListenAddress[];
   secret?: string;
 }
@@ -127,6 +134,8 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       captureGraphs: true, // the server captures its CUDA graphs at startup, before /ready turns 200
       precise: opts.precise,
       kvCacheDtype: opts.kvCacheDtype,
+      quantization: opts.quantization,
+      lmHeadInt8: opts.lmHeadInt8,
       maxModelLen: opts.maxModelLen,
       maxNumSeqs: opts.engine.maxNumSeqs,
       maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,
@@ -139,6 +148,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     id: opts.servedModelName ?? opts.model ?? DEFAULT_MODEL_NAME,
     root: dir,
     maxModelLen: plan.maxModelLen,
+    maxNumSeqs: opts.engine.maxNumSeqs,
     vocabSize: checkpoint.config.native.vocabSize,
     createdAt: Math.floor(Date.now() / 1000),
     generationDefaults: await readGenerationDefaults(dir),
@@ -152,9 +162,14 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     cache_dtype: opts.kvCacheDtype ?? 'float32',
     enable_prefix_caching: String(opts.engine.enablePrefixCaching ?? true),
   };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tracer: deps.tracer, cacheConfig }, (onStep) =>
+  const poolSize = opts.tokenizerPoolSize ?? 1;
+  const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: { maxModelLen: plan.maxModelLen }, vocabSize: model.vocabSize }, poolSize) : undefined;
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer, cacheConfig }, (onStep) =>
     factory.create(checkpoint, plan, engineOptions, bundle, onStep),
-  );
+  ).catch(async (e: unknown) => {
+    await tokenizePool?.close();
+    throw e;
+  });
   logLoaded(logger, opts, factory, checkpoint, plan, (performance.now() - t0) / 1000);
   await warmUpOrClose(host, backend, logger);
   logger.info({ generationDefaults: model.generationDefaults, servedModelName: model.id }, 'ready');
@@ -192,6 +207,7 @@ function logLoaded(logger: Logger, opts: SidecarOptions, factory: EngineFactory,
       weightsGiB: +(plan.weightBytes / 2 ** 30).toFixed(3),
       device: plan.device,
       isa: factory.kind === 'native' ? native().cpuInfo().best : 'fake',
+      kernels: factory.kind === 'native' ? kernelNames(plan.load, native().cpuInfo()) : 'fake',
       threads: opts.threads ?? os.availableParallelism(),
       loadSeconds: +loadSeconds.toFixed(2),
     },

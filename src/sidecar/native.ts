@@ -34,8 +34,13 @@ export interface NativeLoadOptions {
   threads?: number; // 0 / undefined: all cores
   kvBlocks: number;
   blockSize: number;
-  isa?: '' | 'avx512' | 'avx2';
+  /** CPU kernels: '' = the best this CPU allows (AMX where the kernel grants tiles, else AVX-512, else AVX2). */
+  isa?: '' | 'amx' | 'avx512' | 'avx2';
   precise?: boolean; // split activations into two bf16 planes (default true)
+  /** CPU: 'int8' quantizes the weights at load (per output row) and each GEMM input per token (default 'none'). */
+  quantization?: 'none' | 'int8';
+  /** With int8: the LM head too (default true); false keeps it bf16. */
+  lmHeadInt8?: boolean;
   /** 'cpu' (default) or 'cuda': the CUDA runner of native/cuda/, dlopen()ed from cudaLibrary. */
   device?: 'cpu' | 'cuda';
   cudaLibrary?: string;
@@ -64,6 +69,10 @@ export interface NativeSlice {
 
 export interface NativeModelInfo {
   isa: string; // CPU kernel set, or 'cuda'
+  /** CPU: the weights' format and the GEMM kernels of the layers and of the LM head. */
+  quantization?: 'none' | 'int8';
+  gemm?: string;
+  lmHeadGemm?: string;
   device: 'cpu' | 'cuda';
   /** graphCaptures: CUDA graphs captured since load (at startup, or on first use inside a step). */
   cuda?: { deviceName: string; graphSteps: number; eagerSteps: number; graphCaptures: number; gpuBytesUsed: number };
@@ -112,12 +121,37 @@ export interface NativeAddon {
   createEngine(load: NativeLoadOptions, engine: NativeEngineConfig, onStep: StepCallback): Promise<NativeEngine>;
   BlockPool: new (numBlocks: number) => NativeBlockPool;
   formulaTensor(name: string, numel: number, salt?: number): Promise<Buffer>;
-  cpuInfo(): { avx512bf16: boolean; avx2: boolean; best: string; cores: number };
+  cpuInfo(): CpuInfo;
   /** Whether libernie_cuda.so at this path loads and sees a GPU (never throws). */
   cudaInfo(library: string): CudaProbe;
   /** The CPU GEMM kernels against a double-precision reference on random data (tests). */
-  gemmCheck(opts: { isa: 'avx512' | 'avx2'; m: number; n: number; k: number; precise: boolean; seed: number }): GemmCheck;
+  gemmCheck(opts: { isa: 'amx' | 'avx512' | 'avx2'; m: number; n: number; k: number; precise: boolean; seed: number }): GemmCheck;
+  /** The int8 GEMM kernels against exact and double-precision references on random data (tests). */
+  qgemmCheck(opts: { isa: Int8Isa | 'best'; m: number; n: number; k: number; precise: boolean; seed: number }): QgemmCheck;
   abiVersion: number;
+}
+
+/** What the CPU offers the kernels: the bf16 sets, AMX (usable: CPUID and the kernel's tile grant), int8 sets. */
+export interface CpuInfo {
+  avx512bf16: boolean;
+  avx2: boolean;
+  amx: boolean;
+  avx512vnni: boolean;
+  avxvnni: boolean;
+  best: string;
+  bestInt8: string;
+  cores: number;
+}
+
+export type Int8Isa = 'amx' | 'avx512' | 'avxvnni' | 'avx2';
+
+export interface QgemmCheck {
+  isa: string;
+  maxRelErr: number; // against sum_k xq wq * sw * sx in double, relative to sum_k |xq wq| * sw * sx
+  quantRelErr: number; // against the unquantized x . w in double, relative to sum_k |x w|
+  scalarIdentical: boolean; // the same bits as float(sum_k xq wq) * sw * sx in scalar code
+  splitsIdentical: boolean;
+  rowsIdentical: boolean;
 }
 
 export interface GemmCheck {

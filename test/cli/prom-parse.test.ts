@@ -39,7 +39,7 @@ describe('prom-parse', () => {
     const m = new GatewayMetrics();
     m.setModelName('m');
     for (const e2e of [0.2, 0.4, 3]) m.observe({ id: 'r', method: 'POST', route: '/v1/completions', status: 200, generation: true, finishReasons: ['stop'], ttft: 0.05, interTokenLatencies: [], e2e, promptTokens: 1, outputTokens: 1 });
-    const s = parsePromText(m.render({ running: 2, waiting: 5, kvBlocksTotal: 8, kvBlocksFree: 6, kvUsage: 0.25, promptTokens: 10, generationTokens: 20, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0, stepTimeMs: 1 }));
+    const s = parsePromText(m.render({ running: 2, waiting: 5, kvBlocksTotal: 8, kvBlocksFree: 6, kvUsage: 0.25, promptTokens: 10, generationTokens: 20, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0, stepTimeMs: 1, maxRunning: 2, maxWaiting: 5, fairPreemptions: 0 }));
     expect(sumOf(s, 'vllm:num_requests_waiting')).toBe(5);
     const e2e = histogramBuckets(s, 'vllm:e2e_request_latency_seconds');
     expect(e2e.at(-1)).toEqual([Infinity, 3]);

@@ -57,6 +57,7 @@ export class FakeEngineClient implements EngineClient {
   readonly tokenizer: FakeTokenizer;
   private readonly corpus: number[];
   private readonly activeReqs = new Map<string, Active>();
+  private readonly peaks = { running: 0, waiting: 0 }; // EngineStats' maxRunning / maxWaiting
   private readonly opts: Required<Omit<FakeEngineClientOptions, 'model' | 'corpus' | 'ready' | 'fixedStart'>>;
   private readonly fixedStart: number | null;
   private ready: boolean;
@@ -73,6 +74,7 @@ export class FakeEngineClient implements EngineClient {
       id: 'baidu/ERNIE-4.5-0.3B-PT',
       root: '/models/ERNIE-4.5-0.3B-PT',
       maxModelLen: 2048,
+      maxNumSeqs: 256,
       vocabSize: 103424,
       createdAt: 1_750_000_000,
       generationDefaults: { temperature: 0.8, topP: 0.8 },
@@ -160,6 +162,8 @@ export class FakeEngineClient implements EngineClient {
     const onAbort = () => this.markAborted(req.id, 'signal');
     this.submitted.push(req);
     this.activeReqs.set(req.id, state);
+    this.peaks.running = Math.max(this.peaks.running, Math.min(this.activeReqs.size, this.opts.maxRunning));
+    this.peaks.waiting = Math.max(this.peaks.waiting, this.activeReqs.size - Math.min(this.activeReqs.size, this.opts.maxRunning));
     this.notifyActive();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
@@ -238,6 +242,9 @@ export class FakeEngineClient implements EngineClient {
       promptTokens: this.totals.prompt,
       generationTokens: this.totals.generation,
       stepTimeMs: 1.5,
+      maxRunning: this.peaks.running,
+      maxWaiting: this.peaks.waiting,
+      fairPreemptions: 0,
     };
   }
 

@@ -55,6 +55,7 @@ export class FakeNativeEngine implements NativeEngine {
   private readonly known = new Set<number>(); // ids queued or running (duplicates are refused)
   private readonly toFree: Req[] = []; // aborted: blocks return at the next step
   private readonly totals = { preemptions: 0, prefixQueries: 0, prefixHits: 0, prompt: 0, generation: 0, steps: 0, lastTokens: 0, lastSeqs: 0 };
+  private readonly peaks = { running: 0, waiting: 0 }; // the native stats' maxRunning / maxWaiting
   private readonly kvBlocks: number;
   private readonly blockSize: number;
   private timer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | null = null;
@@ -92,6 +93,7 @@ export class FakeNativeEngine implements NativeEngine {
     this.known.add(req.id);
     this.submitted.push(req);
     this.waiting.push({ r: req, seqs, prefilled: false, aborted: false });
+    this.notePeaks();
     this.schedule();
     return null;
   }
@@ -115,6 +117,9 @@ export class FakeNativeEngine implements NativeEngine {
     return {
       running: this.running.size,
       waiting: this.waiting.length,
+      maxRunning: this.peaks.running,
+      maxWaiting: this.peaks.waiting,
+      fairPreemptions: 0,
       kvBlocksTotal: this.kvBlocks,
       kvBlocksFree: this.kvBlocks - used,
       kvUsage: used / this.kvBlocks,
@@ -148,6 +153,7 @@ export class FakeNativeEngine implements NativeEngine {
   step(): StepOutput[] {
     if (this.closed) return [];
     this.totals.steps++;
+    this.notePeaks();
     this.toFree.length = 0; // aborted requests' blocks return to the pool in this step
     this.admit();
     const outputs: StepOutput[] = [];
@@ -236,11 +242,17 @@ export class FakeNativeEngine implements NativeEngine {
     return Math.ceil(tokens / this.blockSize) * n;
   }
 
+  private notePeaks(): void {
+    this.peaks.running = Math.max(this.peaks.running, this.running.size);
+    this.peaks.waiting = Math.max(this.peaks.waiting, this.waiting.length);
+  }
+
   private schedule(): void {
     if (this.opts.manual || this.closed || this.timer) return;
     const run = () => {
       this.timer = null;
       this.step();
+      this.notePeaks();
       if (this.waiting.length > 0 || this.running.size > 0 || this.toFree.length > 0) this.schedule();
     };
     const ms = this.opts.stepMs ?? 0;

@@ -11,7 +11,7 @@ import { defaultCudaLibrary } from '../../src/sidecar/model/device.js';
 import { loadModel, type LoadOptions } from '../../src/sidecar/model/load.js';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { GOLDEN, checkGreedy, comparableSteps, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
-import { TestEngine, TINY, randomTokens } from './engine-helpers.js';
+import { TestEngine, TINY, randomTokens, request } from './engine-helpers.js';
 
 const lib = defaultCudaLibrary();
 const probe: CudaProbe = existsSync(lib) ? native().cudaInfo(lib) : { available: false, devices: 0, reason: `${lib} is not built` };
@@ -336,6 +336,26 @@ gpu('CUDA backend through the batching engine', () => {
       const { matched } = checkGreedy(res.get(i + 1)![0]!.tokens, p.greedy);
       expect(matched).toBeGreaterThanOrEqual(comparableSteps(p.greedy));
     });
+  });
+
+  it('--max-num-seqs holds with forks and many prompts: step buffers and graphs sized for 8 never see more', async () => {
+    // The runner's buffers and decode graphs are sized by the load options' maxNumSeqs (8 here); the
+    // engine takes the same limit, counts the n choices of a request as sequences (fair_share.h) and
+    // asserts it every step (a breach aborts the process: this test would crash, not fail).
+    const e = await engine({}, { maxNumSeqs: 8, kvBlocks: 256 });
+    expect(e.engine.submit(request({ id: 99, prompt: [1, 2, 3], n: 16 }))).toBe('n=16 choices need 16 sequences running together but max_num_seqs is 8');
+    const reqs = Array.from({ length: 8 }, (_, i) => ({ id: i + 1, prompt: randomTokens(10 + 7 * i, 40 + i), maxTokens: 24, n: [8, 4, 2, 1][i % 4]! }));
+    await e.run(reqs);
+    const s = e.engine.stats();
+    expect(s.maxRunning).toBe(8);
+    expect(Math.max(...e.statsAfterStep.map((x) => x.lastStepSeqs))).toBeLessThanOrEqual(8);
+    for (const r of reqs) {
+      const choices = e.results.get(r.id)!;
+      expect(choices.filter((c) => c.finish === 2)).toHaveLength(r.n);
+      // Greedy: every choice of one prompt has the same KV, so the same tokens.
+      for (const c of choices) expect(c.tokens).toEqual(choices[0]!.tokens);
+    }
+    expect(s.kvBlocksFree).toBe(256);
   });
 
   it('greedy batch invariance: 64 mixed requests give each the tokens it gets alone, and the CPU engine agrees', async () => {

@@ -8,8 +8,8 @@ import { native } from '../../src/sidecar/native.js';
 
 const addon = native();
 const cpu = addon.cpuInfo();
-const isas = (['avx512', 'avx2'] as const).filter((i) => (i === 'avx512' ? cpu.avx512bf16 : cpu.avx2));
-if (isas.length < 2) console.log(`[gemm] only ${isas.join(', ') || 'no'} ISA on this CPU; the others are not checked here`);
+const isas = (['amx', 'avx512', 'avx2'] as const).filter((i) => (i === 'amx' ? cpu.amx : i === 'avx512' ? cpu.avx512bf16 : cpu.avx2));
+if (isas.length < 3) console.log(`[gemm] only ${isas.join(', ') || 'no'} ISA on this CPU; the others are not checked here (AMX-BF16 needs AMX and the kernel's tile grant)`);
 
 const shapes: Array<[number, number, number]> = [
   [1, 64, 64],
@@ -20,13 +20,14 @@ const shapes: Array<[number, number, number]> = [
   [7, 100, 70], // N % 32 = 4 plain rows, K padded 70 -> 96
   [25, 33, 1], // one block + one plain row, K = 1
   [3, 31, 45], // plain rows only
+  [33, 96, 1024], // AMX: two row groups of 16 and a tail group of 1
 ];
 
 describe.each(isas)('%s GEMM', (isa) => {
-  for (const precise of isa === 'avx512' ? [true, false] : [true]) {
+  for (const precise of isa !== 'avx2' ? [true, false] : [true]) {
     it.each(shapes)(`${precise ? 'precise' : 'bf16'} M=%i N=%i K=%i`, (m, n, k) => {
       const r = addon.gemmCheck({ isa, m, n, k, precise, seed: m * 1000 + n + k });
-      expect(r.isa).toBe(isa === 'avx512' ? 'avx512bf16' : 'avx2');
+      expect(r.isa).toBe(isa === 'amx' ? 'amx-bf16' : isa === 'avx512' ? 'avx512bf16' : 'avx2');
       expect(r.unpackExact).toBe(true);
       expect(r.splitsIdentical).toBe(true);
       expect(r.rowsIdentical).toBe(true);

@@ -42,6 +42,7 @@ it('300 random requests with random aborts on a tiny pool all end, and every blo
       }
     }
     const st = e.engine.stats();
+    expect(st.maxRunning).toBeLessThanOrEqual(16); // forks included: --max-num-seqs holds under preemption and aborts
     console.log(`stress: 300 requests, ${aborted} choices aborted, ${st.preemptions} preemptions, ${st.steps} steps`);
     expect(aborted).toBeGreaterThan(0);
     expect(st.preemptions).toBeGreaterThan(0);

@@ -31,4 +31,17 @@ describe('per-request limits', () => {
     expect((await expectError(await post('/v1/chat/completions', over), 400)).param).toBe('top_logprobs');
     expect((await expectError(await post('/v1/completions', completion({ logprobs: MAX_LOGPROBS + 1 })), 400)).param).toBe('logprobs');
   });
+
+  it('prompts x n above --max-num-seqs (ModelInfo.maxNumSeqs) is a 400 saying why; at the limit it is served', async () => {
+    const { post } = setup({}, { model: { maxNumSeqs: 8 } });
+    const eight = Array.from({ length: 8 }, (_, i) => `p${i}`);
+    const big = await expectError(await post('/v1/completions', completion({ prompt: eight, n: 16 })), 400);
+    expect(big.param).toBe('prompt');
+    expect(big.message).toMatch(/8 prompts x n=16 = 128 sequences running together, but this server runs at most 8 \(--max-num-seqs\)/);
+    const n16 = await expectError(await post('/v1/chat/completions', chat({ n: 16 })), 400);
+    expect(n16.param).toBe('n');
+    expect(n16.message).toMatch(/n=16 sequences running together, but this server runs at most 8/);
+    const ok = (await (await post('/v1/completions', completion({ prompt: eight.slice(0, 2), n: 4 }))).json()) as Any;
+    expect(ok.choices).toHaveLength(8);
+  });
 });

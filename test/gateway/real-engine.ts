@@ -44,7 +44,7 @@ export async function realGateway(opts: { maxNumBatchedTokens?: number; dir?: st
   const dir = opts.dir ?? TINY;
   const bundle = await loadTokenizerBundle(TOKENIZER_DIR, { maxModelLen });
   const ck = await readCheckpoint(dir);
-  const model: ModelInfo = { id: REAL_MODEL, root: dir, maxModelLen, vocabSize: ck.config.native.vocabSize, createdAt: 1_750_000_000, generationDefaults: {}, placeholder: false };
+  const model: ModelInfo = { id: REAL_MODEL, root: dir, maxModelLen, maxNumSeqs: 8, vocabSize: ck.config.native.vocabSize, createdAt: 1_750_000_000, generationDefaults: {}, placeholder: false };
   const cacheConfig = { block_size: '16', num_gpu_blocks: '64', cache_dtype: 'float32', enable_prefix_caching: 'true' };
   const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: 16, cacheConfig }, (onStep) =>
     createNativeEngine(

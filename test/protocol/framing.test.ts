@@ -6,7 +6,7 @@ const sampling = {
   maxTokens: 8, temperature: 0.7, topP: 0.9, topK: 20, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
   logitBias: { '5': -1 }, seed: 1, stop: ['\n'], stopTokenIds: [2], ignoreEos: false, logprobs: 2, skipSpecialTokens: true,
 };
-const model = { id: 'm', root: '/m', maxModelLen: 128, vocabSize: 1000, createdAt: 1, generationDefaults: { temperature: 0.8 }, placeholder: false };
+const model = { id: 'm', root: '/m', maxModelLen: 128, maxNumSeqs: 8, vocabSize: 1000, createdAt: 1, generationDefaults: { temperature: 0.8 }, placeholder: false };
 
 /** One sample of every message type. */
 const SAMPLES: Message[] = [

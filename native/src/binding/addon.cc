@@ -7,6 +7,7 @@
 #include "binding/gemm_check.h"
 #include "binding/model_wrap.h"
 #include "cpu/kernels.h"
+#include "cpu/qgemm.h"
 #include "formula/formula.h"
 #include "model/cuda_runner.h"
 
@@ -56,8 +57,13 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("avx512bf16", cpu::select_kernels("avx512") != nullptr);
   o.Set("avx2", cpu::select_kernels("avx2") != nullptr);
+  o.Set("amx", cpu::amx_usable());
+  o.Set("avx512vnni", cpu::select_int8_kernels("avx512") != nullptr);
+  o.Set("avxvnni", cpu::select_int8_kernels("avxvnni") != nullptr);
   const cpu::Kernels* best = cpu::select_kernels("");
   o.Set("best", best ? best->isa : "none");
+  const cpu::Int8Kernels* best8 = cpu::select_int8_kernels("");
+  o.Set("bestInt8", best8 ? best8->isa : "none");
   o.Set("cores", double(std::thread::hardware_concurrency()));
   return o;
 }
@@ -82,6 +88,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("formulaTensor", Napi::Function::New(env, FormulaTensor));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
+  exports.Set("qgemmCheck", Napi::Function::New(env, QgemmCheck));
   exports.Set("gemmCheck", Napi::Function::New(env, GemmCheck));
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;

@@ -38,7 +38,7 @@ EngineConfig engine_config(const Napi::Object& o) {
                                  std::string("createEngine: engineOptions.") + k + " must be a positive integer");
     return v;
   };
-  c.max_num_seqs = get_int(o, "maxNumSeqs", c.max_num_seqs);
+  c.max_num_seqs = get_int(o, "maxNumSeqs", 0);  // 0: the load options' (CreateEngine)
   c.max_num_batched_tokens = get_int(o, "maxNumBatchedTokens", c.max_num_batched_tokens);
   c.max_model_len = required("maxModelLen");
   c.max_n = required("maxN");
@@ -152,6 +152,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     Napi::Object o = Napi::Object::New(info.Env());
     o.Set("running", s.running);
     o.Set("waiting", s.waiting);
+    o.Set("maxRunning", s.max_running);
+    o.Set("maxWaiting", s.max_waiting);
+    o.Set("fairPreemptions", double(s.fair_preemptions));
     o.Set("kvBlocksTotal", s.kv_blocks_total);
     o.Set("kvBlocksFree", s.kv_blocks_free);
     o.Set("kvUsage", s.kv_blocks_total ? 1.0 - double(s.kv_blocks_free) / s.kv_blocks_total : 0.0);
@@ -327,8 +330,16 @@ Napi::Function InitNativeEngine(Napi::Env env) {
 Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
   if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsObject() || !info[2].IsFunction())
     throw Napi::TypeError::New(info.Env(), "createEngine(loadOptions, engineOptions, onStep)");
-  auto* w = new CreateWorker(info.Env(), parse_load_options(info[0].As<Napi::Object>()),
-                             engine_config(info[1].As<Napi::Object>()), info[2].As<Napi::Function>());
+  LoadOptions lo = parse_load_options(info[0].As<Napi::Object>());
+  EngineConfig ec = engine_config(info[1].As<Napi::Object>());
+  // The runner's step buffers (and CUDA graphs) are sized by the load options' maxNumSeqs: the
+  // scheduler may never put more sequences in a step than that (fair_share.h, Scheduler::schedule).
+  if (ec.max_num_seqs == 0) ec.max_num_seqs = lo.max_num_seqs;
+  if (ec.max_num_seqs > lo.max_num_seqs)
+    throw Napi::TypeError::New(info.Env(), "createEngine: engineOptions.maxNumSeqs (" +
+                                               std::to_string(ec.max_num_seqs) + ") exceeds loadOptions.maxNumSeqs (" +
+                                               std::to_string(lo.max_num_seqs) + "), which sizes the step buffers");
+  auto* w = new CreateWorker(info.Env(), std::move(lo), ec, info[2].As<Napi::Function>());
   Napi::Promise p = w->promise();
   w->Queue();
   return p;

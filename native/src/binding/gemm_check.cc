@@ -29,7 +29,7 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   const uint64_t seed = uint64_t(o.Get("seed").As<Napi::Number>().Int64Value());
   if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 65536 || K > 16384)
     throw Napi::RangeError::New(env, "gemmCheck: bad shape");
-  const cpu::Kernels* kern = isa == "avx512" || isa == "avx2" ? cpu::select_kernels(isa) : nullptr;
+  const cpu::Kernels* kern = isa == "amx" || isa == "avx512" || isa == "avx2" ? cpu::select_kernels(isa) : nullptr;
   if (kern == nullptr) throw Napi::Error::New(env, "gemmCheck: ISA " + isa + " not supported by this CPU");
 
   Rng rng(seed);

@@ -6,4 +6,6 @@
 namespace ee {
 // gemmCheck({isa, m, n, k, precise, seed}) -> {maxRelErr, splitsIdentical, rowsIdentical, unpackExact}
 Napi::Value GemmCheck(const Napi::CallbackInfo& info);
+// qgemmCheck({isa, m, n, k, precise, seed}) -> the int8 kernels' report (qgemm_check.cc)
+Napi::Value QgemmCheck(const Napi::CallbackInfo& info);
 }  // namespace ee

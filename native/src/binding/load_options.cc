@@ -66,6 +66,9 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   str("device", r.device);
   str("cudaLibrary", r.cuda_library);
   str("kvCacheDtype", r.kv_cache_dtype);
+  str("quantization", r.quantization);
+  if (o.Has("lmHeadInt8") && o.Get("lmHeadInt8").IsBoolean())
+    r.lm_head_int8 = o.Get("lmHeadInt8").As<Napi::Boolean>().Value();
   if (o.Has("gpuMemoryUtilization") && o.Get("gpuMemoryUtilization").IsNumber())
     r.gpu_memory_utilization = o.Get("gpuMemoryUtilization").As<Napi::Number>().FloatValue();
   if (o.Has("enforceEager") && o.Get("enforceEager").IsBoolean())

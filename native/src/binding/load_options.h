@@ -18,7 +18,9 @@ struct LoadOptions {
   int kv_blocks = 0;
   // Sizing: no defaults here; the binding requires them from the TS plan (src/sidecar/engine/plan.ts).
   int block_size = 0;
-  std::string isa;  // "", "avx512", "avx2"
+  std::string isa;                    // "", "amx", "avx512", "avx2"
+  std::string quantization = "none";  // or "int8": weights quantized at load (CPU only)
+  bool lm_head_int8 = true;           // with int8: the LM head too (else it stays bf16)
   bool precise = true;
   // "cpu" or "cuda" (the TS loader resolves "auto"); the cuda_* fields only apply to "cuda".
   std::string device = "cpu";

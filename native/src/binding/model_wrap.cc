@@ -37,7 +37,11 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   const cpu::Kernels* k = cpu::select_kernels(opts.isa);
   if (!k) return Status::error("this CPU lacks the instruction set '" + (opts.isa.empty() ? "avx2" : opts.isa) + "'");
   if (opts.block_size <= 0) return Status::error("blockSize must be positive");
+  if (opts.quantization != "none" && opts.quantization != "int8")
+    return Status::error("quantization must be none or int8 (got '" + opts.quantization + "')");
+  const bool int8 = opts.quantization == "int8";
   if (opts.device == "cuda") {
+    if (int8) return Status::error("quantization int8 runs on the CPU backend only (--device cpu)");
     CudaOptions co;
     co.library = opts.cuda_library;
     co.num_blocks = opts.kv_blocks;
@@ -62,14 +66,24 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   if (opts.kv_blocks <= 0) return Status::error("kvBlocks and blockSize must be positive");
   if (opts.kv_cache_dtype != "float32" && opts.kv_cache_dtype != "bfloat16")
     return Status::error("kvCacheDtype must be float32 or bfloat16 (got '" + opts.kv_cache_dtype + "')");
-  auto w = ModelWeights::load(opts.config, opts.tensors);
+  // int8 GEMMs: the forced ISA's (AVX2 hosts take AVX-VNNI when they have it), else the best.
+  const cpu::Int8Kernels* k8 = nullptr;
+  if (int8) {
+    k8 = opts.isa == "avx2" ? cpu::select_int8_kernels("avxvnni") : nullptr;
+    if (!k8) k8 = cpu::select_int8_kernels(opts.isa);
+    if (!k8) return Status::error("this CPU has no int8 kernels for the instruction set '" + opts.isa + "'");
+  }
+  Quantization quant;
+  quant.int8 = int8;
+  quant.lm_head_int8 = int8 && opts.lm_head_int8;
+  auto w = ModelWeights::load(opts.config, opts.tensors, true, quant);
   if (!w.is_ok()) return w.status();
   auto kv = std::make_unique<KvCache>(opts.config, opts.kv_blocks, opts.block_size, opts.kv_cache_dtype == "bfloat16");
   if (!kv->ok()) return Status::error("cannot allocate the KV cache (" + std::to_string(kv->bytes()) + " bytes)");
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);
   m->host_kernels = k;
-  m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise);
+  m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise, k8);
   return m;
 }
 
@@ -252,6 +266,12 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   o.Set("kvBytes", double(r.kv_bytes()));
   o.Set("weightBytes", double(r.weight_bytes()));
   if (auto* cpu_runner = dynamic_cast<ModelRunner*>(&r)) {
+    // The GEMM kernels in use: the layers' (int8 or bf16) and the LM head's.
+    const cpu::Int8Kernels* k8 = cpu_runner->int8_kernels();
+    const Quantization& q = cpu_runner->weights().quant;
+    o.Set("quantization", q.int8 ? "int8" : "none");
+    o.Set("gemm", q.int8 ? k8->isa : r.backend());
+    o.Set("lmHeadGemm", q.lm_head_int8 ? k8->isa : r.backend());
     const ModelRunner::Profile& pr = cpu_runner->profile();
     Napi::Object prof = Napi::Object::New(info.Env());
     prof.Set("gemmMs", pr.gemm_ms);

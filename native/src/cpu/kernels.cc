@@ -9,6 +9,25 @@ extern const Kernels kKernels;
 namespace avx2 {
 extern const Kernels kKernels;
 }
+namespace amx {
+void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
+double dot_peak_bf16(long iters);
+}  // namespace amx
+bool amx_usable();  // qgemm.h
+
+namespace {
+// The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc); everything else stays AVX-512.
+const Kernels* amx_kernels() {
+  static const Kernels k = [] {
+    Kernels t = avx512::kKernels;
+    t.isa = "amx-bf16";
+    t.gemm = amx::gemm_bf16;
+    t.dot_peak = amx::dot_peak_bf16;
+    return t;
+  }();
+  return &k;
+}
+}  // namespace
 
 void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, int row_end) {
   const int kp = pad_k(k), full = n / kPackRows * kPackRows;
@@ -44,8 +63,10 @@ const Kernels* select_kernels(const std::string& force) {
   const bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
   const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (force == "amx") return has512 && amx_usable() ? amx_kernels() : nullptr;
   if (force == "avx512") return has512 ? &avx512::kKernels : nullptr;
   if (force == "avx2") return has2 ? &avx2::kKernels : nullptr;
+  if (has512 && amx_usable()) return amx_kernels();
   if (has512) return &avx512::kKernels;
   if (has2) return &avx2::kKernels;
   return nullptr;

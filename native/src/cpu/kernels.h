@@ -1,5 +1,6 @@
 // CPU compute kernels behind a function table chosen once at start-up from the CPU's features
-// (AVX-512 + AVX512-BF16, else AVX2 + FMA). Only the model runner calls these.
+// (AMX-BF16 GEMMs where the CPU and the kernel allow tiles, else AVX-512 + AVX512-BF16, else AVX2 +
+// FMA). Only the model runner calls these. The int8 GEMMs (--quantization int8) are qgemm.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -101,8 +102,8 @@ struct Kernels {
   double (*dot_peak)(long iters);
 };
 
-// force: "avx512", "avx2" or nullptr/"" for the best the CPU supports. Returns nullptr when the
-// requested ISA is not supported by this CPU.
+// force: "amx" (AVX-512 with AMX-BF16 GEMMs), "avx512", "avx2" or "" for the best the CPU supports. Returns nullptr
+// when the requested ISA is not supported by this CPU.
 const Kernels* select_kernels(const std::string& force);
 
 }  // namespace ee::cpu

@@ -38,6 +38,9 @@ std::string Engine::submit(RequestSpec r) {
       return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
   if (r.max_tokens < 0) return "max_tokens must not be negative";
   if (r.n < 1 || r.n > cfg_.max_n) return "n must be between 1 and " + std::to_string(cfg_.max_n);
+  if (r.n > cfg_.max_num_seqs)
+    return "n=" + std::to_string(r.n) + " choices need " + std::to_string(r.n) +
+           " sequences running together but max_num_seqs is " + std::to_string(cfg_.max_num_seqs);
   if (r.logprobs > cfg_.max_logprobs || r.prompt_logprobs > cfg_.max_logprobs)
     return "logprobs may ask for at most " + std::to_string(cfg_.max_logprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
@@ -56,6 +59,7 @@ std::string Engine::submit(RequestSpec r) {
     if (stop_) return "the engine is shutting down";
     if (!live_ids_.insert(r.id).second) return "request id " + std::to_string(r.id) + " is already in use";
     inbox_.emplace_back(std::move(r), Clock::now());
+    stats_.max_waiting = std::max(stats_.max_waiting, live_waiting());
   }
   cv_.notify_one();
   return "";
@@ -69,18 +73,27 @@ void Engine::abort(uint32_t id) {
   cv_.notify_one();
 }
 
+int Engine::live_waiting() const { return sched_waiting_ + in_transit_ + int(inbox_.size()); }
+
 EngineStats Engine::stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  EngineStats s = stats_;
+  s.waiting = live_waiting();
+  return s;
 }
 
 void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.running = int(sched_.running().size());
-  stats_.waiting = int(sched_.waiting().size()) + int(inbox_.size());
+  sched_waiting_ = int(sched_.waiting().size());
+  in_transit_ = 0;
+  stats_.waiting = live_waiting();
+  stats_.max_running = std::max(stats_.max_running, stats_.running);
+  stats_.max_waiting = std::max(stats_.max_waiting, stats_.waiting);
   stats_.kv_blocks_total = kv_.pool().num_blocks();
   stats_.kv_blocks_free = kv_.pool().num_free();
   stats_.preemptions = sched_.preemptions();
+  stats_.fair_preemptions = fair_preemptions_;
   stats_.prefix_queries = kv_.queries;
   stats_.prefix_hits = kv_.hits;
   stats_.prompt_tokens = prompt_tokens_;
@@ -146,6 +159,7 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !aborts_.empty() || !requests_.empty(); });
     inbox.swap(inbox_);
+    in_transit_ += int(inbox.size());  // still waiting, until publish_stats counts them in the scheduler
     aborts.swap(aborts_);
     stopping = stop_;
   }
@@ -228,6 +242,7 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
 void Engine::step(std::vector<StepOutput>& out) {
   const auto t0 = std::chrono::steady_clock::now();
   SchedulerOutput so = sched_.schedule();
+  fair_preemptions_ += uint64_t(so.fair_preempted);
   if (so.seqs.empty()) {  // nothing fits this instant (cannot last: see Scheduler); do not spin
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(1));
@@ -347,6 +362,8 @@ void Engine::step(std::vector<StepOutput>& out) {
     append(r, s, samples[i], out);
     if (plp) out.back().prompt = std::move(*plp);
   }
+  // Forks joined the running set on slots their choice 0 held (fair_share.h): still within the limit.
+  ENGINE_ASSERT(int(sched_.running().size()) <= cfg_.max_num_seqs);
   ++steps_;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   publish_stats(ms, so.num_tokens, int(so.seqs.size()));

@@ -72,7 +72,12 @@ inline constexpr std::array<int, 13> kIterationTokenBounds = {1,   8,    16,   3
                                                               512, 1024, 2048, 4096, 8192, 16384};
 
 struct EngineStats {
+  // waiting: sequences queued (the scheduler's queue and requests submitted but not yet taken in),
+  // counted live: a submit is counted before it returns, so a limit read from it is exact.
   int running = 0, waiting = 0, kv_blocks_total = 0, kv_blocks_free = 0;
+  // The largest running set after any step (forks included) and the most sequences ever waiting.
+  int max_running = 0, max_waiting = 0;
+  uint64_t fair_preemptions = 0;  // preemptions that seated a request under its share (fair_share.h)
   uint64_t preemptions = 0, prefix_queries = 0, prefix_hits = 0, prompt_tokens = 0, generation_tokens = 0, steps = 0;
   double step_ms = 0;
   int last_step_tokens = 0, last_step_seqs = 0;
@@ -120,6 +125,7 @@ class Engine {
   static RequestTiming timing_of(const Request& r);
   // An output with no token for choice `index` (prompt logprobs alone, or a finish).
   StepOutput& bare_output(const Request& r, int index, std::vector<StepOutput>& out);
+  int live_waiting() const;  // under mu_
   // Whether this sequence's next token needs nothing but its raw logits row (no bias, no penalties,
   // no logprobs, no fork pending): then the runner may choose it where the logits are, greedily
   // (plain_greedy: a device argmax) or by temperature sampling (plain_sampling).
@@ -139,7 +145,7 @@ class Engine {
   std::vector<float> logits_;                       // step logits rows [rows, vocab], kept across steps
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
-  uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0;
+  uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0, fair_preemptions_ = 0;
   Rng seed_rng_;
 
   std::mutex mu_;
@@ -148,6 +154,8 @@ class Engine {
   std::vector<uint32_t> aborts_;
   std::unordered_set<uint32_t> live_ids_;  // accepted and not yet finished (duplicate check)
   bool stop_ = false;
+  int sched_waiting_ = 0;  // the scheduler's queue at the last publish_stats
+  int in_transit_ = 0;     // taken from the inbox since then
   EngineStats stats_;
   std::thread thread_;
 };

@@ -22,9 +22,73 @@ bool Scheduler::hold_prefills() const {
   return int(waiting_.size()) < cfg_.prefill_batch && step_ - head->queued_step < uint64_t(cfg_.prefill_max_wait);
 }
 
+int Scheduler::running_slots() const {
+  int n = 0;
+  for (const Sequence* s : running_) n += seq_slots(*s);
+  return n;
+}
+
+// Preempts over-share requests' latest sequences until the first under-share waiter (queue order)
+// would fit: its slots, and blocks for its first chunk (an upper bound: prefix hits need fewer).
+void Scheduler::make_room_fairly(SlotLedger& ledger, SchedulerOutput& out) {
+  const Sequence* target = nullptr;
+  for (const Sequence* w : waiting_)
+    if (ledger.under_share(*w)) {
+      target = w;
+      break;
+    }
+  if (!target) return;
+  const int need = seq_slots(*target), bs = kv_.block_size();
+  const int blocks = (std::min(target->num_tokens(), cfg_.max_num_batched_tokens) + bs - 1) / bs;
+  while (ledger.used + need > cfg_.max_num_seqs || kv_.pool().num_free() < blocks) {
+    Sequence* v = fair_victim(running_, ledger);
+    if (!v) break;
+    running_.erase(std::find(running_.begin(), running_.end(), v));
+    ledger.add(*v, -1);
+    preempt(v);
+    ++out.fair_preempted;
+  }
+}
+
+bool Scheduler::try_admit(std::deque<Sequence*>::iterator it, SlotLedger& ledger, int& budget, SchedulerOutput& out) {
+  Sequence* s = *it;
+  if (ledger.used + seq_slots(*s) > cfg_.max_num_seqs) return false;
+  if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
+  const int n = std::min(s->num_tokens() - s->num_computed, budget);
+  if (!kv_.allocate(*s, n, out.copies)) {  // the head waits for room,
+    kv_.free(*s);                          // without pinning its prefix-cache hits meanwhile
+    s->num_computed = 0;
+    return false;
+  }
+  waiting_.erase(it);
+  running_.push_back(s);
+  ledger.add(*s, 1);
+  out.seqs.push_back({s, n, s->num_computed + n == s->num_tokens()});
+  budget -= n;
+  return true;
+}
+
+// Two passes in queue order (fair_share.h): the under-share requests' sequences, FCFS among them
+// (the first that does not fit stops admission); then, if none is left waiting, anyone's.
+void Scheduler::admit(SlotLedger& ledger, int& budget, SchedulerOutput& out) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0;) {
+      if (pass == 0 && !ledger.under_share(**it)) {
+        ++it;
+        continue;
+      }
+      const size_t at = size_t(it - waiting_.begin());
+      if (!try_admit(it, ledger, budget, out)) return;
+      it = waiting_.begin() + std::ptrdiff_t(at);
+    }
+  }
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   ++step_;
+  SlotLedger ledger = tally(running_, waiting_, cfg_.max_num_seqs);
+  if (!hold_prefills()) make_room_fairly(ledger, out);
   int budget = cfg_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
@@ -34,6 +98,7 @@ SchedulerOutput Scheduler::schedule() {
     while (!(ok = kv_.allocate(*s, n, out.copies))) {
       Sequence* victim = running_.back();  // latest arrival: lowest priority
       running_.pop_back();
+      ledger.add(*victim, -1);
       preempt(victim);
       ++out.preempted;
       if (victim == s) break;
@@ -43,23 +108,12 @@ SchedulerOutput Scheduler::schedule() {
     budget -= n;
     ++i;
   }
-  // No new admissions in a step that had to preempt (the pool is under pressure), nor while new
-  // prompts are held back to be prefilled together.
-  const bool hold = hold_prefills();
-  while (!hold && out.preempted == 0 && !waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
-    Sequence* s = waiting_.front();
-    if (s->block_table.empty() && s->num_computed == 0) kv_.match_prefix(*s);
-    const int n = std::min(s->num_tokens() - s->num_computed, budget);
-    if (!kv_.allocate(*s, n, out.copies)) {  // FCFS: the head waits for room,
-      kv_.free(*s);                          // without pinning its prefix-cache hits meanwhile
-      s->num_computed = 0;
-      break;
-    }
-    waiting_.pop_front();
-    running_.push_back(s);
-    out.seqs.push_back({s, n, s->num_computed + n == s->num_tokens()});
-    budget -= n;
-  }
+  // No new admissions in a step that had to preempt for memory (the pool is under pressure), nor
+  // while new prompts are held back to be prefilled together.
+  if (!hold_prefills() && out.preempted == 0) admit(ledger, budget, out);
+  // The limit the step buffers (and CUDA graphs) are sized by: the forks this step creates take
+  // slots already held by their choice 0, so the running set stays within it after them too.
+  ENGINE_ASSERT(ledger.used == running_slots() && ledger.used <= cfg_.max_num_seqs);
   out.num_tokens = cfg_.max_num_batched_tokens - budget;
   return out;
 }

@@ -4,7 +4,8 @@
 // When blocks run out, the most recently arrived running sequence is preempted by recompute (its
 // blocks are freed, num_computed returns to 0, it goes back to the head of the queue; its full
 // blocks usually stay in the prefix cache). Then waiting sequences, strictly first-come-first-
-// served: the head waits for room, so a long request is never starved by short ones.
+// served: the head waits for room, so a long request is never starved by short ones; between
+// requests, admission is fair (fair_share.h: slots, shares, and the preemption that enforces them).
 // Prefill batching (prefill_batch > 1; TGI's max_waiting_tokens / waiting_served_ratio idea): while
 // at least a quarter of max_num_seqs sequences decode, new prompts wait until prefill_batch of them
 // are queued or the oldest has waited prefill_max_wait steps. A step that prefills costs far more
@@ -15,6 +16,7 @@
 #include <deque>
 #include <vector>
 
+#include "engine/fair_share.h"
 #include "engine/kv_manager.h"
 #include "engine/sequence.h"
 
@@ -36,7 +38,8 @@ struct Scheduled {
 struct SchedulerOutput {
   std::vector<Scheduled> seqs;
   std::vector<BlockCopy> copies;
-  int preempted = 0;
+  int preempted = 0;       // for memory
+  int fair_preempted = 0;  // to seat a request under its share
   int num_tokens = 0;
 };
 
@@ -57,10 +60,16 @@ class Scheduler {
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   uint64_t preemptions() const { return preemptions_; }
+  // Slots held by the running set (fair_share.h); never above max_num_seqs.
+  int running_slots() const;
 
  private:
   void preempt(Sequence* s);
   bool hold_prefills() const;
+  void make_room_fairly(SlotLedger& ledger, SchedulerOutput& out);
+  void admit(SlotLedger& ledger, int& budget, SchedulerOutput& out);
+  // Admits s (queue position it) if its slots and its next chunk's blocks fit; false leaves it waiting.
+  bool try_admit(std::deque<Sequence*>::iterator it, SlotLedger& ledger, int& budget, SchedulerOutput& out);
 
   KvManager& kv_;
   SchedulerConfig cfg_;

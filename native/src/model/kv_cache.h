@@ -25,6 +25,7 @@ class KvCache {
   bool bf16() const { return elem_ == 2; }
   size_t elem_bytes() const { return elem_; }
   size_t bytes() const { return bytes_; }
+  bool locked() const { return locked_; }  // mlock'ed (else resident by touch; see the constructor)
   // Bytes one block takes across all layers (K and V).
   static size_t block_bytes(const ModelConfig& cfg, int block_size, bool bf16 = false) {
     return size_t(cfg.num_layers) * 2 * size_t(cfg.num_kv_heads) * size_t(block_size) * size_t(cfg.head_dim) *
@@ -46,6 +47,7 @@ class KvCache {
   size_t layer_bytes_ = 0;
   size_t bytes_ = 0;
   uint8_t* base_ = nullptr;
+  bool locked_ = false;
 };
 
 }  // namespace ee

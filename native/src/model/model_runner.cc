@@ -29,8 +29,10 @@ constexpr int kAttnTokensPerTask = 8;  // query tokens per attention task in pre
 }  // namespace
 
 ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
-                         ThreadPool* pool, const cpu::Kernels* kernels, bool precise)
-    : cfg_(std::move(cfg)), w_(std::move(weights)), kv_(std::move(kv)), pool_(pool), k_(kernels), precise_(precise) {
+                         ThreadPool* pool, const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8)
+    : cfg_(std::move(cfg)), w_(std::move(weights)), kv_(std::move(kv)), pool_(pool), k_(kernels), precise_(precise),
+      k8_(int8) {
+  ENGINE_ASSERT(!w_->quant.int8 || k8_ != nullptr);
   scores_.resize(size_t(pool_->size()));
 }
 
@@ -40,15 +42,19 @@ void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>&
 }
 
 void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs) {
+  const bool int8 = outs.begin()->q != nullptr;
   cpu::Act a;
   a.M = T;
   a.K = K;
-  a.Kp = (K + 31) & ~31;
+  a.Kp = int8 ? cpu::pad_k8(K) : cpu::pad_k(K);
   a.precise = precise_;
-  const size_t need = k_->act_bytes(T, K);
+  const size_t need = int8 ? cpu::act8_bytes(T, K, precise_) : k_->act_bytes(T, K);
   if (act_.size() < need) act_.resize(need);
   a.data = act_.data();
-  rows(T, 16, [&](int m0, int m1) { k_->prepare_act(x, K, a, m0, m1); });
+  rows(T, 16, [&](int m0, int m1) {
+    if (int8) k8_->prepare_act(x, K, a, m0, m1);
+    else k_->prepare_act(x, K, a, m0, m1);
+  });
   // Tasks: fixed kGemmRowsPerTask-row slices of every weight matrix, handed out dynamically.
   std::vector<std::pair<const MatOut*, int>> tasks;
   for (const MatOut& o : outs)
@@ -56,7 +62,9 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   pool_->run(int(tasks.size()), [&](int t, int) {
     const MatOut& o = *tasks[size_t(t)].first;
     const int n0 = tasks[size_t(t)].second;
-    k_->gemm(a, o.w, o.n, n0, std::min(o.n, n0 + kGemmRowsPerTask), o.y, o.n);
+    const int n1 = std::min(o.n, n0 + kGemmRowsPerTask);
+    if (int8) k8_->gemm(a, *o.q, o.n, n0, n1, o.y, o.n);
+    else k_->gemm(a, o.w, o.n, n0, n1, o.y, o.n);
   });
 }
 
@@ -141,15 +149,21 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     }
   });
 
+  const bool i8 = w_->quant.int8;
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& Lw = w_->layers[size_t(l)];
+    // One matrix of this layer as a GEMM output, int8 or bf16 as loaded.
+    auto out = [i8](const bf16_t* w, const cpu::QMatrix& q, int n, std::vector<float>& y) {
+      return MatOut{i8 ? nullptr : w, i8 ? &q : nullptr, n, y.data()};
+    };
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
     });
     lap(clk, prof_.other_ms);
     gemm(xn_.data(), T, H,
-         {{Lw.q_proj, QD, q_.data()}, {Lw.k_proj, KVD, k_new_.data()}, {Lw.v_proj, KVD, v_new_.data()}});
+         {out(Lw.q_proj, Lw.i8.q_proj, QD, q_), out(Lw.k_proj, Lw.i8.k_proj, KVD, k_new_),
+          out(Lw.v_proj, Lw.i8.v_proj, KVD, v_new_)});
     lap(clk, prof_.gemm_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
     void* kc = kv_->k(l);
@@ -182,7 +196,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     lap(clk, prof_.other_ms);
     attention(l, batch, row0);
     lap(clk, prof_.attention_ms);
-    gemm(attn_.data(), T, QD, {{Lw.o_proj, H, tmp_.data()}});
+    gemm(attn_.data(), T, QD, {out(Lw.o_proj, Lw.i8.o_proj, H, tmp_)});
     lap(clk, prof_.gemm_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) {
@@ -191,14 +205,14 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
       }
     });
     lap(clk, prof_.other_ms);
-    gemm(xn_.data(), T, H, {{Lw.gate_proj, I, gate_.data()}, {Lw.up_proj, I, up_.data()}});
+    gemm(xn_.data(), T, H, {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)});
     lap(clk, prof_.gemm_ms);
     rows(T, 16, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
     });
     lap(clk, prof_.other_ms);
-    gemm(gate_.data(), T, I, {{Lw.down_proj, H, tmp_.data()}});
+    gemm(gate_.data(), T, I, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)});
     lap(clk, prof_.gemm_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
@@ -222,7 +236,8 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     k_->rmsnorm(x_.data() + size_t(out_rows[size_t(i)]) * H, w_->final_norm, cfg_.rms_norm_eps, H,
                 xn_.data() + size_t(i) * H);
   lap(clk, prof_.other_ms);
-  gemm(xn_.data(), R, H, {{w_->lm_head, cfg_.vocab_size, logits.data()}});
+  if (w_->quant.lm_head_int8) gemm(xn_.data(), R, H, {{nullptr, &w_->lm_head8, cfg_.vocab_size, logits.data()}});
+  else gemm(xn_.data(), R, H, {{w_->lm_head, nullptr, cfg_.vocab_size, logits.data()}});
   lap(clk, prof_.lm_head_ms);
   return Status::ok();
 }

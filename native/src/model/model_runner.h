@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "cpu/kernels.h"
+#include "cpu/qgemm.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/runner.h"
@@ -19,7 +20,7 @@ namespace ee {
 class ModelRunner : public IModelRunner {
  public:
   ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv, ThreadPool* pool,
-              const cpu::Kernels* kernels, bool precise);
+              const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8 = nullptr);
 
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
@@ -33,6 +34,7 @@ class ModelRunner : public IModelRunner {
   const ModelWeights& weights() const { return *w_; }
   KvCache& kv() { return *kv_; }
   const cpu::Kernels& kernels() const { return *k_; }
+  const cpu::Int8Kernels* int8_kernels() const { return k8_; }
 
   // Cumulative wall time per phase since start (profiling; a few clock reads per layer).
   struct Profile {
@@ -42,9 +44,11 @@ class ModelRunner : public IModelRunner {
   const Profile& profile() const { return prof_; }
 
  private:
-  // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K].
+  // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K]; W is bf16 (w) or int8
+  // (q), the same kind for every output of one call.
   struct MatOut {
     const bf16_t* w;
+    const cpu::QMatrix* q;
     int n;
     float* y;
   };
@@ -58,6 +62,7 @@ class ModelRunner : public IModelRunner {
   ThreadPool* pool_;
   const cpu::Kernels* k_;
   bool precise_;
+  const cpu::Int8Kernels* k8_;  // int8 GEMMs (weights quantized at load), else nullptr
   // Step scratch, grown on demand and reused: x/xn [T, hidden], q/attn [T, q_dim], k/v [T, kv_dim],
   // gate/up [T, intermediate], act (prepared GEMM input), per-worker attention scores.
   std::vector<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;

@@ -10,6 +10,7 @@
 
 #include "common/bf16.h"
 #include "common/status.h"
+#include "cpu/qgemm.h"
 #include "model/config.h"
 #include "model/mapped_file.h"
 
@@ -38,6 +39,17 @@ struct LayerWeights {
   const bf16_t* down_proj;      // [hidden, intermediate]
   const float* input_norm;      // [hidden]
   const float* post_attn_norm;  // [hidden]
+  // --quantization int8: the same seven matrices quantized (Q32, cpu/qgemm.h); the bf16 pointers
+  // above are then null (the bf16 copies are not kept).
+  struct Int8 {
+    cpu::QMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  } i8;
+};
+
+// How matrices are stored: bf16 (V32) or int8 (Q32, quantized at load); the LM head may stay bf16.
+struct Quantization {
+  bool int8 = false;
+  bool lm_head_int8 = true;  // only with int8
 };
 
 // One huge-page mapping holding every packed matrix back to back.
@@ -62,14 +74,17 @@ class ModelWeights {
   // weights or an error naming the file and the problem.
   // packed = false keeps every matrix in the checkpoint's plain row-major [out, in] bf16 layout
   // (what the CUDA runner uploads); true packs them for the CPU kernels.
+  // quant: int8 layer matrices (and LM head) for the CPU kernels; only with packed.
   static Result<std::unique_ptr<ModelWeights>> load(const ModelConfig& cfg, const std::vector<TensorSource>& tensors,
-                                                    bool packed = true);
+                                                    bool packed = true, Quantization quant = {});
 
   const bf16_t* embed_tokens = nullptr;  // [vocab, hidden]
-  const bf16_t* lm_head = nullptr;       // [vocab, hidden]; == embed_tokens when tied
-  const float* final_norm = nullptr;     // [hidden]
+  const bf16_t* lm_head = nullptr;       // [vocab, hidden]; == embed_tokens when tied; null when int8
+  cpu::QMatrix lm_head8;                 // [vocab, hidden] int8 when quant.lm_head_int8
+  Quantization quant;
+  const float* final_norm = nullptr;  // [hidden]
   std::vector<LayerWeights> layers;
-  uint64_t matrix_bytes = 0;  // bf16 bytes of all matrices as stored (lm_head once)
+  uint64_t matrix_bytes = 0;  // bytes of all matrices a step reads, as stored (lm_head once; int8 with its scales)
   bool packed = true;         // V32 (CPU kernels) or plain [out, in]
 
  private:

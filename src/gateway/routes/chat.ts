@@ -10,6 +10,7 @@
 import type { ChatMessage, PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
+import { checkSequences } from '../sequence-limit.js';
 import { startRuns, streamed, type RunGroup } from '../engine-run.js';
 import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
@@ -28,6 +29,7 @@ export function chatHandler(deps: RouteDeps) {
     const { info, name } = await resolveModel(c.var.engine, deps, body.model);
     const plan = streamPlan(body);
     const n = body.n ?? 1; // 1..MAX_N (the schema)
+    checkSequences(1, n, info);
     if (body.top_logprobs != null && body.logprobs !== true) {
       throw badRequest('top_logprobs requires logprobs to be true', 'top_logprobs');
     }

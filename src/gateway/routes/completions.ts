@@ -12,6 +12,7 @@
 import type { Prompt, PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
+import { checkSequences } from '../sequence-limit.js';
 import { startRuns, streamed, type RunGroup } from '../engine-run.js';
 import { badRequest } from '../errors.js';
 import { appendCompletionLogprobs, emptyCompletionLogprobs, fingerprint, head, randomId, type CompletionLogprobs, type Envelope } from '../openai-shapes.js';
@@ -61,6 +62,7 @@ export function completionsHandler(deps: RouteDeps) {
     const returnTokenIds = body.return_token_ids === true;
     const env: Envelope = { id: `cmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
     const list = prompts(body.prompt);
+    checkSequences(list.length, n, info);
     const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo: echo || returnTokenIds }));
     rec.traceAs(env.id);
     rec.mark('gw.parsed');

@@ -76,7 +76,11 @@ export interface StepOutput {
 
 export interface EngineStatsNative {
   running: number;
+  /** Sequences queued, counted live (a submit is counted before it returns): limits read it exactly. */
   waiting: number;
+  maxRunning: number; // the largest running set after any step, forks included (never above maxNumSeqs)
+  maxWaiting: number; // the most sequences ever waiting
+  fairPreemptions: number; // preemptions that seated a request under its fair share (native/src/engine/fair_share.h)
   kvBlocksTotal: number;
   kvBlocksFree: number;
   kvUsage: number;

@@ -10,6 +10,10 @@
 //   CUDA otherwise                         0: the addon sizes it on the GPU to gpuMemoryUtilization (default 0.9)
 //   CPU, --gpu-memory-utilization f        floor((f · free RAM − weight bytes) / block bytes); an error below one block
 //   CPU otherwise                          min(4 GiB, 25% of free RAM) / block bytes, at least 1
+// "Free RAM" is what this process may still take (../model/memory.ts: MemAvailable, and a cgroup v2
+// limit's room). On the CPU the plan then refuses weights + KV cache above it, with the numbers: the
+// KV pool is made resident at load (native/src/model/kv_cache.cc), so this is the memory the server
+// will hold, and a limit is met at start-up rather than by an OOM kill at peak traffic.
 
 import type { ModelConfigInfo } from '../model/config.js';
 import type { NativeConfig, NativeLoadOptions } from '../native.js';
@@ -33,7 +37,7 @@ export const DEFAULT_MAX_NUM_SEQS = 256;
 export type PlanOptions = Partial<
   Pick<
     NativeLoadOptions,
-    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'gpuMemoryUtilization'
+    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'quantization' | 'lmHeadInt8' | 'gpuMemoryUtilization'
     | 'enforceEager' | 'captureGraphs' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
   >
 > & {
@@ -46,8 +50,10 @@ export interface PlanInput {
   weightBytes: number;
   device: 'cpu' | 'cuda';
   cudaLibrary: string;
-  /** Free RAM in bytes now (os.freemem()). */
+  /** Memory this process may still take, in bytes (../model/memory.ts). */
   freeMemory: number;
+  /** What bounded freeMemory, for the error message (default "free memory"). */
+  freeMemorySource?: string;
   options: PlanOptions;
 }
 
@@ -93,6 +99,7 @@ export function planEngine(input: PlanInput): EnginePlan {
     throw new Error(`--max-model-len ${maxModelLen} exceeds the model's max_position_embeddings (${config.maxPositionEmbeddings})`);
   }
   const maxNumBatchedTokens = o.maxNumBatchedTokens ?? defaultBatchedTokens(device);
+  if (device === 'cpu') checkFits(input, kvBlocks * perBlock);
   return {
     device,
     blockSize,
@@ -107,6 +114,8 @@ export function planEngine(input: PlanInput): EnginePlan {
       blockSize,
       isa: o.isa ?? '',
       precise: o.precise ?? true,
+      quantization: o.quantization ?? 'none',
+      lmHeadInt8: o.lmHeadInt8 ?? true,
       device,
       cudaLibrary: input.cudaLibrary,
       gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -118,6 +127,16 @@ export function planEngine(input: PlanInput): EnginePlan {
       maxNumBatchedTokens,
     },
   };
+}
+
+function checkFits(input: PlanInput, kvBytes: number): void {
+  const need = input.weightBytes + kvBytes;
+  if (need <= input.freeMemory) return;
+  const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
+  throw new Error(
+    `not enough memory: the weights (${gib(input.weightBytes)}) and the KV cache (${gib(kvBytes)}) need ${gib(need)}, ` +
+      `but this process can take only ${gib(input.freeMemory)} (${input.freeMemorySource ?? 'free memory'}); lower --kv-cache-memory`,
+  );
 }
 
 /** The KV block count, by the rules in the header. */

@@ -1,11 +1,12 @@
 // Loads a checkpoint directory into the native engine: reads and checks the tensor table (TS),
 // then maps the weights and sizes the paged KV cache (native, off the event loop). Sizing is the
-// engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory.
-import os from 'node:os';
+// engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory
+// (./memory.ts: MemAvailable and the cgroup limit).
 import { planEngine, type EnginePlan, type PlanOptions } from '../engine/plan.js';
-import { native, type NativeLoadOptions, type NativeModel } from '../native.js';
+import { native, type CpuInfo, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
 import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
+import { availableMemory } from './memory.js';
 
 /**
  * What a caller chooses when loading: the plan's options (defaults in ../engine/plan.ts), the CUDA
@@ -41,14 +42,32 @@ export function resolveNativeDevice(choice: DeviceChoice, cudaLibrary: string): 
  */
 export function planCheckpoint(checkpoint: Checkpoint, opts: LoadOptions = {}, resolve = resolveNativeDevice): EnginePlan {
   const { cudaLibrary = defaultCudaLibrary(), device = 'cpu', ...options } = opts;
+  const free = availableMemory();
   return planEngine({
     config: checkpoint.config,
     weightBytes: weightBytes(checkpoint),
     device: resolve(device, cudaLibrary),
     cudaLibrary,
-    freeMemory: os.freemem(),
+    freeMemory: free.bytes,
+    freeMemorySource: free.source,
     options,
   });
+}
+
+/**
+ * The GEMM kernels a CPU load will run, as the addon picks them (cpu/kernels.cc, cpu/qgemm.cc):
+ * the layers', the LM head's and the attention's, for the start-up log.
+ */
+export function kernelNames(load: Pick<NativeLoadOptions, 'device' | 'isa' | 'quantization' | 'lmHeadInt8' | 'precise'>, cpu: CpuInfo): string {
+  if (load.device === 'cuda') return 'cuda';
+  const isa = load.isa ?? '';
+  const bf16 = isa === 'amx' ? 'amx-bf16' : isa === 'avx512' ? 'avx512bf16' : isa === 'avx2' ? 'avx2' : cpu.best;
+  const attention = bf16 === 'amx-bf16' ? 'avx512bf16' : bf16;
+  const planes = load.precise === false ? '1 plane' : '2 planes';
+  if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}), attention ${attention}`;
+  const i8 = isa === 'amx' ? 'amx-int8' : isa === 'avx512' ? 'avx512vnni' : isa === 'avx2' ? (cpu.avxvnni ? 'avxvnni' : 'avx2') : cpu.bestInt8;
+  const head = load.lmHeadInt8 === false ? `${bf16} (bf16)` : i8;
+  return `gemm ${i8} (int8 weights, ${planes}), lm_head ${head}, attention ${attention}`;
 }
 
 /** The native load options for a checkpoint (device, weights, KV sizing, kernels). */

@@ -24,7 +24,9 @@ import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { toEngineRequest } from './engine-request.js';
 import { LiveRequest } from './live-request.js';
-import { completionBudget, promptIds } from './prompt.js';
+import { checkPromptFits, checkTextSize, maxTokenBytes, promptSize, textSize } from './input-size.js';
+import { completionBudget, promptIds, promptParam } from './prompt.js';
+import { offThread, type TokenizePool } from './tokenize-pool.js';
 
 /**
  * How often drain() looks at the request table. Requests end at engine steps, so this is how late after
@@ -35,8 +37,11 @@ const DRAIN_POLL_MS = 20;
 export interface EngineHostOptions {
   bundle: TokenizerBundle;
   model: ModelInfo;
-  /** Past this many requests waiting in the engine, new ones get QUEUE_FULL (HTTP 429). */
+  /** Past this many sequences waiting in the engine, new requests get QUEUE_FULL (HTTP 429). Exact:
+   * read from the engine's live count at the moment of submitting, after tokenization. */
   maxNumQueuedReqs: number;
+  /** Where large inputs are tokenized (./tokenize-pool.ts); without one everything is tokenized inline. */
+  tokenizePool?: TokenizePool;
   /** Monotonic clock in ms (tests); default performance.now. */
   now?: () => number;
   /** Stage marks (sc.tokenized, sc.submitted, eng.step, sc.step, sc.detok); default none. */
@@ -53,9 +58,12 @@ export class EngineHost implements EngineClient {
   private draining = false;
   private closed = false;
   private readonly now: () => number;
+  private readonly maxTokenBytes: number;
+  private readonly admitting = new Set<string>(); // ids being tokenized (duplicate check)
 
   private constructor(private readonly opts: EngineHostOptions) {
     this.now = opts.now ?? (() => performance.now());
+    this.maxTokenBytes = maxTokenBytes(opts.bundle.tokenizer);
   }
 
   /** Creates the host and its engine; `createEngine` receives the host's step callback. */
@@ -74,7 +82,7 @@ export class EngineHost implements EngineClient {
   }
 
   async *stream(req: SubmitRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
-    const { live, ids } = this.admit(req);
+    const { live, ids } = await this.admit(req);
     const onAbort = () => this.endLive(live, 'abort');
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
@@ -117,6 +125,9 @@ export class EngineHost implements EngineClient {
       promptTokens: s.promptTokens,
       generationTokens: s.generationTokens,
       stepTimeMs: s.stepTimeMs,
+      maxRunning: s.maxRunning,
+      maxWaiting: s.maxWaiting,
+      fairPreemptions: s.fairPreemptions,
       ...(s.iterationTokens ? { iterationTokens: s.iterationTokens } : {}),
       ...(this.opts.cacheConfig ? { cacheConfig: this.opts.cacheConfig } : {}),
     };
@@ -128,7 +139,10 @@ export class EngineHost implements EngineClient {
 
   async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }> {
     try {
-      const { tokens } = this.opts.bundle.tokenize(req);
+      const size = textSize({ text: req.prompt, messages: req.messages });
+      checkTextSize(size, req.messages ? 'messages' : 'prompt');
+      const pool = this.opts.tokenizePool;
+      const tokens = pool && offThread(size) ? await pool.tokenize(req, size.chars) : this.opts.bundle.tokenize(req).tokens;
       if (!req.returnTokenStrs) return { tokens, maxModelLen: this.opts.model.maxModelLen };
       // The tokenizer's pieces (transformers' convert_ids_to_tokens), as vLLM's return_token_strs.
       const tokenStrs = tokens.map((id) => this.opts.bundle.tokenizer.idToToken(id) ?? '');
@@ -158,14 +172,37 @@ export class EngineHost implements EngineClient {
     if (this.closed) return;
     this.closed = true;
     await this.engine.close();
+    await this.opts.tokenizePool?.close();
     for (const live of [...this.byId.values()]) this.endLive(live, 'error', 'the engine was shut down');
   }
 
-  private admit(req: SubmitRequest): { live: LiveRequest; ids: number[] } {
-    if (this.closed || this.draining) throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
-    if (this.byId.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
+  /**
+   * Sizes first (before any tokenizing), then the prompt's ids (inline, or in the pool when large), then
+   * in one synchronous stretch: the queue limit against the engine's live count, and submit. So the
+   * limit is exact under any burst: nothing else submits between the check and the submit.
+   */
+  private async admit(req: SubmitRequest): Promise<{ live: LiveRequest; ids: number[] }> {
+    const refuseIfClosing = () => {
+      if (this.closed || this.draining) throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
+    };
+    refuseIfClosing();
+    if (this.byId.has(req.id) || this.admitting.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
     const { bundle, model } = this.opts;
-    const ids = promptIds(req.prompt, bundle, model.vocabSize);
+    const size = promptSize(req.prompt);
+    const param = promptParam(req.prompt);
+    checkTextSize(size, param);
+    checkPromptFits(size, param, model.maxModelLen, this.maxTokenBytes);
+    let ids: number[];
+    const pool = this.opts.tokenizePool;
+    if (pool && offThread(size)) {
+      this.admitting.add(req.id);
+      try {
+        ids = await pool.encodePrompt(req.prompt, size.chars);
+      } finally {
+        this.admitting.delete(req.id);
+      }
+      refuseIfClosing();
+    } else ids = promptIds(req.prompt, bundle, model.vocabSize);
     this.opts.tracer?.mark(req.id, 'sc.tokenized');
     const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
     if (this.engine.stats().waiting >= this.opts.maxNumQueuedReqs) {

@@ -40,8 +40,18 @@ describe('planEngine: the KV cache', () => {
 
   it('default on the CPU: min(4 GiB, 25% of free RAM), at least one block', () => {
     expect(planEngine(input({ freeMemory: 64 * GiB })).kvBlocks).toBe((4 * GiB) / BLOCK);
-    expect(planEngine(input({ freeMemory: 1 * GiB })).kvBlocks).toBe(GiB / 4 / BLOCK);
-    expect(planEngine(input({ freeMemory: 1000 })).kvBlocks).toBe(1);
+    expect(planEngine(input({ freeMemory: 1 * GiB, weightBytes: 0 })).kvBlocks).toBe(GiB / 4 / BLOCK);
+    expect(planEngine(input({ freeMemory: 100 * 1024, weightBytes: 0 })).kvBlocks).toBe(1); // 25% is under one block: one (it fits)
+  });
+
+  it('refuses on the CPU, with the numbers, weights + KV cache above the memory this process can take', () => {
+    const over = input({ freeMemory: 2 * GiB, freeMemorySource: 'cgroup memory.max 2.0 GiB, 0.0 GiB in use', weightBytes: GiB / 2, options: { kvCacheMemory: 2 * GiB } });
+    expect(() => planEngine(over)).toThrow(
+      'not enough memory: the weights (0.50 GiB) and the KV cache (2.00 GiB) need 2.50 GiB, but this process can take only 2.00 GiB (cgroup memory.max 2.0 GiB, 0.0 GiB in use); lower --kv-cache-memory',
+    );
+    expect(() => planEngine(input({ freeMemory: 1000 }))).toThrow(/not enough memory/); // not even one block
+    expect(planEngine({ ...over, device: 'cuda' }).kvBlocks).toBe((2 * GiB) / BLOCK); // the KV cache is on the GPU
+    expect(planEngine(input({ freeMemory: 2.5 * GiB, weightBytes: GiB / 2, options: { kvCacheMemory: 2 * GiB } })).kvBlocks).toBe((2 * GiB) / BLOCK);
   });
 
   it('--kv-cache-memory: that many bytes of blocks (rounded down, at least one), on either device', () => {
@@ -115,6 +125,8 @@ describe('planEngine: the load options', () => {
         blockSize: 16,
         isa: '',
         precise: true,
+        quantization: 'none',
+        lmHeadInt8: true,
         device: 'cpu',
         cudaLibrary: '/lib/libernie_cuda.so',
         gpuMemoryUtilization: 0.9,

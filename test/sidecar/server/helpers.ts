@@ -5,6 +5,7 @@ import type { Tracer } from '../../../src/protocol/trace.js';
 import { FakeNativeEngine, type FakeNativeEngineOptions } from '../../doubles/fake-native-engine.js';
 import type { EngineRequest } from '../../../src/sidecar/engine/native-engine.js';
 import { EngineHost } from '../../../src/sidecar/server/engine-host.js';
+import type { TokenizePool } from '../../../src/sidecar/server/tokenize-pool.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 
 export const TOKENIZER_DIR = fileURLToPath(new URL('../../fixtures/golden/tokenizer/hf', import.meta.url));
@@ -25,6 +26,7 @@ export async function makeHost(
     kvBlocks?: number;
     tokensPerStep?: number;
     tracer?: Tracer;
+    tokenizePool?: TokenizePool;
   } = {},
 ): Promise<HostEnv> {
   const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
@@ -33,6 +35,7 @@ export async function makeHost(
     id: 'test-model',
     root: TOKENIZER_DIR,
     maxModelLen,
+    maxNumSeqs: opts.maxNumSeqs ?? 8,
     vocabSize: 103424,
     createdAt: 1_750_000_000,
     generationDefaults: { temperature: 0.8, topP: 0.8 },
@@ -50,7 +53,7 @@ export async function makeHost(
     script: opts.script,
     tokensPerStep: opts.tokensPerStep,
   };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs ?? 16, tracer: opts.tracer }, (onStep) => {
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs ?? 16, tracer: opts.tracer, tokenizePool: opts.tokenizePool }, (onStep) => {
     engine = new FakeNativeEngine(fakeOpts, onStep);
     return engine;
   });

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue #23's serving proof in one device call: build native/cuda, then bench/serve-gpu.ts (engine
+# in-process against `ernie-edge bench serve` → `ernie-edge serve --device cuda`, bf16 and the default
+# precision, 1/64/256/512 streams, streamed and not). Results in $1: serve-gpu.json, serve-gpu.svg,
+# bench serve's own JSON/SVG per run, logs. Flags after $1 go to bench/serve-gpu.ts; with
+# `--device cpu` (and small sizes) the same harness runs here without a GPU, skipping the device setup:
+#   bash bench/serve-gpu.sh /tmp/sg --device cpu --levels 1,4 --prompts 3,8 --input-len 8-32 --output-len 4-12
+# On the GPU machine it expects .gpu/ (setup.sh, nm.tar.xz, ernie_native.node) as bench/gpu.sh does.
+set -uo pipefail
+out=${1:-/tmp/serve-gpu-out}
+shift || true
+mkdir -p "$out"
+cpu=0
+for a in "$@"; do [ "$a" = cpu ] && cpu=1; done
+if [ "$cpu" = 0 ]; then
+  # shellcheck disable=SC1091
+  source .gpu/setup.sh
+  nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv | tee "$out/nvidia-smi.txt"
+  tar -xJf .gpu/nm.tar.xz
+  mkdir -p native/build/Release && cp .gpu/ernie_native.node native/build/Release/
+  t0=$(date +%s)
+  bash native/cuda/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"; tail -2 "$out/build.log"
+fi
+t0=$(date +%s)
+timeout "${SERVE_GPU_TIMEOUT:-360}" node --import tsx bench/serve-gpu.ts "$out" "$@" > "$out/serve-gpu.log" 2>&1
+rc=$?
+echo "serve-gpu exit $rc after $(( $(date +%s) - t0 )) s"
+# The servers' JSON log lines stay in the file; the summary is the rest.
+grep -v '^{"level"' "$out/serve-gpu.log" | tail -30
+exit "$rc"

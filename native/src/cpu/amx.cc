@@ -1,0 +1,149 @@
+// AMX kernels, the only translation unit built with -mamx-tile -mamx-bf16 -mamx-int8 (binding.gyp),
+// so the rest of the binary runs on CPUs without AMX. Selected at run time (kernels.cc, qgemm.cc)
+// only when amx_usable(): CPUID reports AMX-TILE, AMX-BF16 and AMX-INT8 and Linux granted the tile
+// state. The tile code is amx.inc; the N % 32 tail rows and the activations' preparation are the
+// AVX-512 kernels' (the CPU has AVX-512 wherever it has AMX).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/kernels.h"
+#include "cpu/qgemm.h"
+
+#ifdef EE_AMX_EMULATE  // tools/amx-emu-check.sh: the same kernels on a software tile model
+#include "../../tools/amx_emulate.h"
+#else
+#define EE_TILE_CONFIG(c) _tile_loadconfig(c)
+#define EE_TILE_RELEASE() _tile_release()
+#define EE_TILE_ZERO(t) _tile_zero(t)
+#define EE_TILE_LOAD(t, p, s) _tile_loadd(t, p, s)
+#define EE_TILE_STORE(t, p, s) _tile_stored(t, p, s)
+#define EE_TILE_DP_BF16(c, a, b) _tile_dpbf16ps(c, a, b)
+#define EE_TILE_DP_S8(c, a, b) _tile_dpbssd(c, a, b)
+#endif
+
+namespace ee::cpu {
+namespace avx512 {
+extern const Kernels kKernels;
+void prepare_act8_s8(const float* x, int ldx, const Act& a, int m0, int m1);
+}  // namespace avx512
+
+namespace amx {
+namespace {
+// qgemm.h's epilogue for mr rows of a [32][32] int32 tile buffer: y = float(c) * sw * sx.
+inline void epilogue_rows(const int32_t* c, int mr, const float* sw, const float* sx, float* y, int ldy) {
+  // (one plane: y = float(d) * sw * s1)
+  const __m512 s0 = _mm512_loadu_ps(sw), s1 = _mm512_loadu_ps(sw + 16);
+  for (int i = 0; i < mr; ++i) {
+    const __m512 f0 = _mm512_cvtepi32_ps(_mm512_load_si512(c + 32 * i));
+    const __m512 f1 = _mm512_cvtepi32_ps(_mm512_load_si512(c + 32 * i + 16));
+    _mm512_storeu_ps(y + size_t(i) * ldy, _mm512_mul_ps(_mm512_mul_ps(f0, s0), _mm512_set1_ps(sx[i])));
+    _mm512_storeu_ps(y + size_t(i) * ldy + 16, _mm512_mul_ps(_mm512_mul_ps(f1, s1), _mm512_set1_ps(sx[i])));
+  }
+}
+// Two planes: rows 0..mr of c are plane 1's sums, rows 16..16+mr plane 2's:
+// y = fma(float(d1), s1, float(d2) * s2) * sw.
+inline void epilogue_planes(const int32_t* c, int mr, const float* sw, const float* s1, const float* s2, float* y,
+                            int ldy) {
+  for (int h = 0; h < 2; ++h) {
+    const __m512 w = _mm512_loadu_ps(sw + 16 * h);
+    for (int i = 0; i < mr; ++i) {
+      const __m512 f1 = _mm512_cvtepi32_ps(_mm512_load_si512(c + 32 * i + 16 * h));
+      const __m512 f2 = _mm512_cvtepi32_ps(_mm512_load_si512(c + 32 * (16 + i) + 16 * h));
+      const __m512 f = _mm512_fmadd_ps(f1, _mm512_set1_ps(s1[i]), _mm512_mul_ps(f2, _mm512_set1_ps(s2[i])));
+      _mm512_storeu_ps(y + size_t(i) * ldy + 16 * h, _mm512_mul_ps(f, w));
+    }
+  }
+}
+}  // namespace
+}  // namespace amx
+}  // namespace ee::cpu
+
+#include "cpu/amx.inc"
+
+namespace ee::cpu::amx {
+
+namespace {
+
+// The exact integer sum of one s8 activation row and one plain weight row (the N % 32 tail):
+// widened to 16 bits, vpmaddwd.
+inline int32_t dot1_s8(const int8_t* x, const int8_t* w, int Kp) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int k = 0; k < Kp; k += 32) {
+    const __m512i a = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k)));
+    const __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k)));
+    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+  }
+  return _mm512_reduce_add_epi32(acc);
+}
+
+void gemm_int8(const Act& a, const QMatrix& w, int N, int n0, int n1, float* y, int ldy) {
+  const int full = N / kPackRows * kPackRows;
+  const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
+  if (b0 < b1) gemm_s8_blocks(a, w, b0, b1, y, ldy);
+  const int8_t* x = static_cast<const int8_t*>(a.data);
+  const size_t ps = size_t(a.M) * a.Kp;
+  const float* s1 = act_scales(a);
+  const float* s2 = s1 + a.M;
+  for (int n = std::max(n0, full); n < n1; ++n)
+    for (int m = 0; m < a.M; ++m) {
+      const int8_t* xr = x + size_t(m) * a.Kp;
+      const int8_t* wr = w.q + size_t(n) * a.Kp;
+      const int32_t d1 = dot1_s8(xr, wr, a.Kp);
+      y[size_t(m) * ldy + n] = a.precise ? epilogue2(d1, dot1_s8(xr + ps, wr, a.Kp), s1[m], s2[m], w.scale[n])
+                                         : epilogue1(d1, s1[m], w.scale[n]);
+    }
+}
+
+// tdp* on the four accumulators, `iters` x 4 times.
+template <bool INT8>
+double peak(long iters) {
+  const TileConfig c = tile_config(16, 16);
+  EE_TILE_CONFIG(&c);
+  alignas(64) static const uint8_t ones[16 * 64] = {};
+  EE_TILE_LOAD(4, ones, 64);
+  EE_TILE_LOAD(5, ones, 64);
+  EE_TILE_LOAD(6, ones, 64);
+  EE_TILE_LOAD(7, ones, 64);
+  EE_TILE_ZERO(0);
+  EE_TILE_ZERO(1);
+  EE_TILE_ZERO(2);
+  EE_TILE_ZERO(3);
+  for (long it = 0; it < iters; ++it) {
+    if constexpr (INT8) {
+      EE_TILE_DP_S8(0, 4, 6);
+      EE_TILE_DP_S8(1, 4, 7);
+      EE_TILE_DP_S8(2, 5, 6);
+      EE_TILE_DP_S8(3, 5, 7);
+    } else {
+      EE_TILE_DP_BF16(0, 4, 6);
+      EE_TILE_DP_BF16(1, 4, 7);
+      EE_TILE_DP_BF16(2, 5, 6);
+      EE_TILE_DP_BF16(3, 5, 7);
+    }
+  }
+  alignas(64) float sink[16 * 16];
+  EE_TILE_STORE(0, sink, 64);
+  volatile float keep = sink[0];
+  (void)keep;
+  EE_TILE_RELEASE();
+  return double(iters) * 4 * 16 * 16 * (INT8 ? 64 : 32) * 2;  // 2 ops per multiply-add
+}
+
+double dot_peak8(long iters) { return peak<true>(iters); }
+
+}  // namespace
+
+void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
+  const int full = N / kPackRows * kPackRows;
+  const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
+  if (b0 < b1) gemm_bf16_blocks(a, w, b0, b1, y, ldy);
+  if (std::max(n0, full) < n1) avx512::kKernels.gemm(a, w, N, std::max(n0, full), n1, y, ldy);
+}
+
+double dot_peak_bf16(long iters) { return peak<false>(iters); }
+
+extern const Int8Kernels kInt8Kernels = {"amx-int8", avx512::prepare_act8_s8, gemm_int8, dot_peak8};
+
+}  // namespace ee::cpu::amx

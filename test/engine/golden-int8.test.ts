@@ -1,0 +1,109 @@
+// --quantization int8 against HF transformers (bf16 weights, fp32 compute) on the tiny and the
+// formula-0.3b goldens: max |logit diff| at the last prompt position and the share of greedy
+// tokens equal to HF's, printed and asserted, with the int8 paths this CPU has. llama.cpp's Q8_0
+// on the formula-0.3b weights reaches max |diff| 0.93-1.30 and misses the greedy tokens of all
+// three prompts (issue #27); int8 here must do better on every prompt. Also: a request's logits
+// are the same bits alone, among other requests, and on 1 or 2 threads (batch invariance).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { native, type NativeModel } from '../../src/sidecar/native.js';
+import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
+import { loadModel, nativeLoadOptions } from '../../src/sidecar/model/load.js';
+import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
+import { GOLDEN, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
+
+const LLAMA_Q8_0_FORMULA_MIN_DIFF = 0.93;
+const cpu = native().cpuInfo();
+// Each path the loader can be forced to ('' = the best: AMX-INT8 where usable, else AVX512-VNNI ...).
+const paths = ([['', cpu.bestInt8], ['avx512', 'avx512vnni'], ['avx2', cpu.avxvnni ? 'avxvnni' : 'avx2']] as const).filter(
+  ([isa]) => isa === '' || (isa === 'avx512' ? cpu.avx512vnni && cpu.bestInt8 !== 'avx512vnni' : cpu.avx2),
+);
+
+async function greedyShare(model: NativeModel, prompt: number[], want: { token: number }[], blocks: Int32Array) {
+  const out = await model.generateGreedy({ tokens: Int32Array.from(prompt), blockTable: blocks }, want.length);
+  const got = Array.from(out.tokens);
+  let prefix = 0;
+  while (prefix < want.length && got[prefix] === want[prefix]!.token) prefix++;
+  return { prefix, share: prefix / want.length };
+}
+
+describe.each(paths)('int8 on the tiny golden (isa %s: %s)', (isa, name) => {
+  const golden = readGolden('tiny');
+  let model: NativeModel;
+  beforeAll(async () => {
+    model = (await loadModel(path.join(GOLDEN, 'tiny'), { isa, quantization: 'int8', kvBlocks: 64, blockSize: 16, threads: 2 })).model;
+  });
+  afterAll(() => model?.close());
+
+  it('names its kernels', () => {
+    expect(model.info()).toMatchObject({ quantization: 'int8', gemm: name, lmHeadGemm: name });
+  });
+
+  it.each(golden.prompts.map((p, i) => [i, p] as const))('prompt %i: last-position logits within 0.25', async (i, p) => {
+    const got = await model.forward([{ tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(16, 64, i + 1), logits: 1 }]);
+    const want = readF32('tiny', p.last_logits_file);
+    const diff = maxAbsDiff(got, want);
+    const g = await greedyShare(model, p.prompt, p.greedy, scatteredBlocks(16, 64, i + 2));
+    console.log(`[int8 ${name}] tiny prompt ${i}: max |logit diff| ${diff.toFixed(4)}, greedy tokens equal to HF ${g.prefix}/${p.greedy.length}`);
+    // Tiny's random weights are not int8-exact: per-row weight rounding dominates here.
+    expect(diff).toBeLessThan(0.25);
+  });
+});
+
+it('refuses a quantization it does not know, and int8 on CUDA', async () => {
+  const tiny = path.join(GOLDEN, 'tiny');
+  await expect(loadModel(tiny, { quantization: 'fp8' as 'int8', kvBlocks: 4, blockSize: 16 })).rejects.toThrow(/quantization must be none or int8/);
+  await expect(native().loadModel({ ...nativeLoadOptions(await readCheckpoint(tiny), { quantization: 'int8', kvBlocks: 4, blockSize: 16 }), device: 'cuda' })).rejects.toThrow(/CPU backend only/);
+});
+
+it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
+  const m = (await loadModel(path.join(GOLDEN, 'tiny'), { quantization: 'int8', lmHeadInt8: false, kvBlocks: 4, blockSize: 16 })).model;
+  try {
+    expect(m.info()).toMatchObject({ quantization: 'int8', gemm: cpu.bestInt8, lmHeadGemm: cpu.best });
+  } finally {
+    m.close();
+  }
+});
+
+describe('int8 on the formula-0.3b golden (real 0.3B shape)', () => {
+  const golden = readGolden('formula-0.3b');
+  const config = JSON.parse(readFileSync(path.join(GOLDEN, 'formula-0.3b', 'config.json'), 'utf8')) as Record<string, unknown>;
+  let dir: string;
+  let model: NativeModel;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-int8-'));
+    await writeFormulaCheckpoint(dir, config);
+    model = (await loadModel(dir, { quantization: 'int8', kvBlocks: 16, blockSize: 16 })).model;
+  });
+  afterAll(async () => {
+    model?.close();
+    if (dir && existsSync(dir)) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each(golden.prompts.map((p, i) => [i, p] as const))('prompt %i: better than llama.cpp Q8_0, every greedy token equal', async (i, p) => {
+    const got = await model.forward([{ tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(4, 16, i + 5), logits: 1 }]);
+    const diff = maxAbsDiff(got, readF32('formula-0.3b', p.last_logits_file));
+    const g = await greedyShare(model, p.prompt, p.greedy, scatteredBlocks(5, 16, i));
+    console.log(`[int8 ${model.info().gemm}] formula-0.3b prompt ${i}: max |logit diff| ${diff.toFixed(4)} (llama.cpp Q8_0: >= ${LLAMA_Q8_0_FORMULA_MIN_DIFF}), greedy tokens equal to HF ${g.prefix}/${p.greedy.length}`);
+    expect(diff).toBeLessThan(LLAMA_Q8_0_FORMULA_MIN_DIFF / 4);
+    expect(g.share).toBe(1);
+  });
+
+  it('a request gives the same bits alone, among 7 others, and on one thread', async () => {
+    const p = golden.prompts[0]!.prompt;
+    const alone = await model.forward([{ tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(0, 1), logits: 1 }]);
+    const others = Array.from({ length: 7 }, (_, j) => ({ tokens: Int32Array.from({ length: 3 + j }, (_, t) => 100 + 31 * t + j), startPos: 0, blockTable: Int32Array.of(2 + j), logits: 1 as const }));
+    const batch = await model.forward([...others.slice(0, 3), { tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(10, 11), logits: 1 }, ...others.slice(3)]);
+    expect(Buffer.compare(Buffer.from(batch.buffer, batch.byteOffset + 3 * alone.byteLength, alone.byteLength), Buffer.from(alone.buffer, alone.byteOffset, alone.byteLength))).toBe(0);
+    const one = (await loadModel(dir, { quantization: 'int8', kvBlocks: 4, blockSize: 16, threads: 1 })).model;
+    try {
+      const single = await one.forward([{ tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(0, 1), logits: 1 }]);
+      expect(Buffer.compare(Buffer.from(single.buffer, single.byteOffset, single.byteLength), Buffer.from(alone.buffer, alone.byteOffset, alone.byteLength))).toBe(0);
+    } finally {
+      one.close();
+    }
+  });
+});

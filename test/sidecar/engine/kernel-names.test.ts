@@ -1,0 +1,21 @@
+// kernelNames (src/sidecar/model/load.ts): the start-up log's line of kernels, as the addon picks them.
+import { describe, expect, it } from 'vitest';
+import { kernelNames } from '../../../src/sidecar/model/load.js';
+import type { CpuInfo } from '../../../src/sidecar/native.js';
+
+const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2 };
+const xeon: CpuInfo = { ...zen5, amx: true, best: 'amx-bf16', bestInt8: 'amx-int8/avx512vnni', cores: 16 };
+
+describe('kernelNames', () => {
+  it('names the bf16 GEMMs, their planes and the attention kernels', () => {
+    expect(kernelNames({ device: 'cpu' }, zen5)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', precise: false }, xeon)).toBe('gemm amx-bf16 (bf16 weights, 1 plane), attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', isa: 'avx512' }, xeon)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), attention avx512bf16');
+  });
+
+  it('names the int8 GEMMs and the LM head, bf16 when asked', () => {
+    expect(kernelNames({ device: 'cpu', quantization: 'int8' }, xeon)).toBe('gemm amx-int8/avx512vnni (int8 weights, 2 planes), lm_head amx-int8/avx512vnni, attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadInt8: false, isa: 'avx2' }, zen5)).toBe('gemm avxvnni (int8 weights, 2 planes), lm_head avx2 (bf16), attention avx2');
+    expect(kernelNames({ device: 'cuda', quantization: 'none' }, zen5)).toBe('cuda');
+  });
+});
