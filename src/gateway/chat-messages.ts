@@ -12,5 +12,5 @@ export function engineRole(role: ChatMessage['role']): ChatMessage['role'] {
 
 export function toEngineMessage(m: ChatMessageIn): ChatMessage {
   const content = m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
-  return { role: engineRole(m.role), content };
+  return m.name != null ? { role: engineRole(m.role), content, name: m.name } : { role: engineRole(m.role), content };
 }

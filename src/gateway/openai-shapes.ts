@@ -57,7 +57,11 @@ export function appendCompletionLogprobs(into: CompletionLogprobs, lps: TokenLog
     const token = tokenText(lp.tokenId, lp.token, asIds);
     into.tokens.push(token);
     into.token_logprobs.push(lp.logprob);
-    into.top_logprobs.push(Object.fromEntries(lp.top.map((t) => [tokenText(t.tokenId, t.token, asIds), t.logprob])));
+    // The chosen token is always among its top_logprobs (OpenAI: "up to logprobs + 1" entries), so
+    // logprobs: 0 gives it alone rather than {}.
+    const top: Record<string, number> = Object.fromEntries(lp.top.map((t) => [tokenText(t.tokenId, t.token, asIds), t.logprob]));
+    top[token] ??= lp.logprob;
+    into.top_logprobs.push(top);
     into.text_offset.push(offset);
     offset += lp.token.length;
   }

@@ -31,6 +31,7 @@ export class Progress {
   readonly promptTokens: number;
   private readonly counted: number[]; // completion tokens seen so far, per run
   private readonly final: (number | null)[]; // completion tokens per run from `done`
+  private readonly perChoice: number[]; // tokens seen so far per (global) choice index
   private cached = 0;
 
   constructor(
@@ -41,7 +42,9 @@ export class Progress {
     this.promptTokens = runs.reduce((s, r) => s + r.accepted.promptTokens, 0);
     this.counted = runs.map(() => 0);
     this.final = runs.map(() => null);
+    this.perChoice = new Array<number>(runs.length * n).fill(0);
     rec.promptTokens = this.promptTokens;
+    rec.choices = runs.length * n;
   }
 
   /** Returns this event's choice updates; throws EngineError when a choice failed or was aborted. */
@@ -49,6 +52,15 @@ export class Progress {
     if (event.type === 'done') {
       this.final[run] = event.usage.completionTokens;
       this.cached += event.usage.cachedTokens;
+      this.rec.engineRuns.push({
+        promptTokens: event.usage.promptTokens,
+        generationTokens: event.usage.completionTokens,
+        maxChoiceTokens: Math.max(0, ...this.perChoice.slice(run * this.n, (run + 1) * this.n)),
+        cachedTokens: event.usage.cachedTokens,
+        n: this.n,
+        maxTokens: event.maxTokens ?? this.runs[run]!.req.sampling.maxTokens,
+        ...(event.timing.engine ? { timing: event.timing.engine } : {}),
+      });
       return [];
     }
     if (event.type !== 'delta') return [];
@@ -56,6 +68,7 @@ export class Progress {
     this.counted[run]! += tokens;
     this.rec.tokens(tokens);
     return event.choices.map((c) => {
+      this.perChoice[run * this.n + c.index]! += c.tokenIds.length;
       const finishReason = mapFinish(c);
       if (finishReason) this.rec.finishReasons.push(finishReason);
       return {

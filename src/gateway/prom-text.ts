@@ -74,3 +74,17 @@ export class Histogram {
     return out;
   }
 }
+
+/** A histogram kept elsewhere (the engine's), rendered from its snapshot: bounds, cumulative counts. */
+export function renderHistogramSnapshot(
+  name: string,
+  help: string,
+  labels: Labels,
+  h: { bounds: readonly number[]; counts: readonly number[]; count: number; sum: number },
+): string {
+  let out = header(name, help, 'histogram');
+  h.bounds.forEach((b, i) => (out += `${name}_bucket${fmtLabels(labels, ['le', fmtNum(b)])} ${h.counts[i] ?? 0}\n`));
+  out += `${name}_bucket${fmtLabels(labels, ['le', '+Inf'])} ${h.count}\n`;
+  out += `${name}_sum${fmtLabels(labels)} ${fmtNum(h.sum)}\n`;
+  return out + `${name}_count${fmtLabels(labels)} ${h.count}\n`;
+}

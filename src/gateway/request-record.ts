@@ -4,6 +4,7 @@
 // With a Tracer (bench only) it also carries the gateway's stage marks: those taken before the engine
 // request id exists are held and handed over by traceAs(id).
 
+import type { EngineTiming } from '../protocol/engine-client.js';
 import type { TraceStage, Tracer } from '../protocol/trace.js';
 
 /**
@@ -11,6 +12,19 @@ import type { TraceStage, Tracer } from '../protocol/trace.js';
  * timeout): neither a success nor a server failure, so it never feeds 5xx rates or error logs.
  */
 export const CLIENT_CLOSED_REQUEST = 499;
+
+/** One engine request (one prompt) as it finished: what vLLM's per-request histograms observe. */
+export interface EngineRunRecord {
+  promptTokens: number;
+  generationTokens: number;
+  /** The most tokens any one of its choices generated. */
+  maxChoiceTokens: number;
+  cachedTokens: number;
+  n: number;
+  maxTokens: number | null;
+  /** Engine-clock phases; absent when the engine reported none. */
+  timing?: EngineTiming;
+}
 
 export interface FinishedRequest {
   id: string;
@@ -27,6 +41,10 @@ export interface FinishedRequest {
   finishReasons: string[];
   /** True for generation routes: they feed the vllm:* request histograms. */
   generation: boolean;
+  /** Choices the request asked for (0 until the engine accepted it): those without a finish reason
+   * at the end were aborted (or failed). */
+  choices?: number;
+  engineRuns?: EngineRunRecord[];
 }
 
 export class RequestRecord {
@@ -39,6 +57,8 @@ export class RequestRecord {
   /** Set by handlers that return a stream: the middleware then leaves end() to the stream. */
   streaming = false;
   readonly finishReasons: string[] = [];
+  choices = 0;
+  readonly engineRuns: EngineRunRecord[] = [];
   private readonly itl: number[] = [];
   private lastTokenAt: number | null = null;
   private ended = false;
@@ -107,6 +127,8 @@ export class RequestRecord {
       e2e: (this.now() - this.startedAt) / 1000,
       finishReasons: this.finishReasons,
       generation: this.generation,
+      choices: this.choices,
+      engineRuns: this.engineRuns,
     });
   }
 }

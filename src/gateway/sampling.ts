@@ -34,17 +34,18 @@ export function streamPlan(body: Common): StreamPlan {
   if (body.stream_options && !stream) {
     throw badRequest("The 'stream_options' parameter is only allowed when 'stream' is enabled.", 'stream_options');
   }
-  return {
-    stream,
-    includeUsage: body.stream_options?.include_usage === true,
-    continuousUsage: body.stream_options?.continuous_usage_stats === true,
-  };
+  if (stream && body.prompt_logprobs != null) {
+    throw badRequest('prompt_logprobs is not available when stream is true', 'prompt_logprobs');
+  }
+  const includeUsage = body.stream_options?.include_usage === true;
+  // vLLM: usage on every chunk only together with include_usage (alone it sends none at all).
+  return { stream, includeUsage, continuousUsage: includeUsage && body.stream_options?.continuous_usage_stats === true };
 }
 
 export function buildSampling(
   body: SamplingFields,
   model: ModelInfo,
-  opts: { maxTokens: number | null; logprobs: number | null },
+  opts: { maxTokens: number | null; logprobs: number | null; promptLogprobs?: number | null },
 ): SamplingParams {
   const d = model.generationDefaults;
   if (opts.maxTokens !== null && opts.maxTokens > model.maxModelLen) {
@@ -75,6 +76,7 @@ export function buildSampling(
     minTokens,
     logprobs: opts.logprobs,
     skipSpecialTokens: body.skip_special_tokens ?? true,
+    ...(opts.promptLogprobs != null ? { promptLogprobs: opts.promptLogprobs } : {}),
   };
 }
 

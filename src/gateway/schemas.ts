@@ -13,6 +13,37 @@ export const MAX_PROMPTS = 32;
 export const MAX_STOP_STRINGS = 16;
 const MAX_TOKEN_ID = 2 ** 31 - 1;
 
+/**
+ * Fields of OpenAI's or vLLM's API that this server does not implement. Unknown fields are stripped,
+ * so without these a client sending one would believe it got what it asked for: each is refused with
+ * a 400 naming it, unless it carries its no-op value (null, or the default listed here).
+ */
+const NOT_IMPLEMENTED = {
+  // structured outputs (vLLM) and OpenAI's legacy function calling
+  guided_json: null, guided_regex: null, guided_choice: null, guided_grammar: null, guided_whitespace_pattern: null,
+  guided_decoding_backend: null, structured_outputs: null, functions: null, function_call: null,
+  // vLLM sampling / prompt extras
+  use_beam_search: false, length_penalty: null, include_stop_str_in_output: false, spaces_between_special_tokens: true,
+  truncate_prompt_tokens: null, allowed_token_ids: null, bad_words: null, prompt_embeds: null, logits_processors: null,
+  chat_template: null, chat_template_kwargs: null, documents: null, mm_processor_kwargs: null, priority: 0,
+  // OpenAI extras that change the output
+  prediction: null, audio: null, modalities: null, reasoning_effort: null, web_search_options: null,
+} as const;
+const notImplemented = Object.fromEntries(
+  Object.entries(NOT_IMPLEMENTED).map(([name, noop]) => [
+    name,
+    z
+      .unknown()
+      .refine((v) => v === null || v === noop || (name === 'modalities' && isTextOnly(v)), { message: `${name} is not supported by this server` })
+      .optional(),
+  ]),
+) as { [K in keyof typeof NOT_IMPLEMENTED]: z.ZodOptional<z.ZodUnknown> };
+function isTextOnly(v: unknown): boolean {
+  return Array.isArray(v) && v.every((m) => m === 'text');
+}
+/** Field names refused by every generation route (the README's support table lists them). */
+export const NOT_IMPLEMENTED_FIELDS: readonly string[] = Object.keys(NOT_IMPLEMENTED);
+
 const streamOptions = z.object({
   include_usage: opt(z.boolean()),
   continuous_usage_stats: opt(z.boolean()),
@@ -56,6 +87,9 @@ const common = {
   skip_special_tokens: opt(z.boolean()),
   return_tokens_as_token_ids: opt(z.boolean()),
   min_tokens: opt(int(0, MAX_TOKEN_ID)),
+  prompt_logprobs: opt(int(0, MAX_LOGPROBS)),
+  return_token_ids: opt(z.boolean()),
+  ...notImplemented,
 };
 
 /** The shared fields, for routes that take a subset of them (/v1/responses: ./responses/schema.ts). */
@@ -80,6 +114,9 @@ export const chatRequestSchema = z.object({
   tool_choice: opt(z.union([z.literal('none'), z.literal('auto')])),
   response_format: opt(z.object({ type: z.literal('text') })),
   add_generation_prompt: opt(z.boolean()),
+  // vLLM extensions
+  echo: opt(z.boolean()),
+  continue_final_message: opt(z.boolean()),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
@@ -92,6 +129,8 @@ export const completionRequestSchema = z.object({
     tokenIds,
     z.array(tokenIds).min(1).max(MAX_PROMPTS),
   ]),
+  // 0 only with echo (the prompt and its logprobs: what evaluation harnesses score), as vLLM.
+  max_tokens: opt(int(0, MAX_TOKEN_ID)),
   echo: opt(z.boolean()),
   logprobs: opt(int(0, MAX_LOGPROBS)),
   suffix: opt(z.string().max(0, 'suffix is not supported by this server')),
@@ -104,12 +143,14 @@ export const tokenizeRequestSchema = z.union([
     model: opt(z.string().max(512)),
     prompt: z.string(),
     add_special_tokens: opt(z.boolean()),
+    return_token_strs: opt(z.boolean()),
   }),
   z.object({
     model: opt(z.string().max(512)),
     messages: z.array(chatMessageSchema).min(1).max(MAX_CHAT_MESSAGES),
     add_special_tokens: opt(z.boolean()),
     add_generation_prompt: opt(z.boolean()),
+    return_token_strs: opt(z.boolean()),
   }),
 ]);
 export type TokenizeBody = z.infer<typeof tokenizeRequestSchema>;

@@ -30,13 +30,21 @@ export class EngineError extends Error {
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'developer' | 'tool';
   content: string;
+  /** Passed to the chat template as `message.name` (whether it renders it is the template's choice). */
+  name?: string;
 }
 
 /** What to generate from. Token-id prompts are used exactly as given: nothing is prepended. */
 export type Prompt =
   | { kind: 'text'; text: string }
   | { kind: 'tokens'; ids: number[] }
-  | { kind: 'chat'; messages: ChatMessage[]; addGenerationPrompt: boolean };
+  | {
+      kind: 'chat';
+      messages: ChatMessage[];
+      addGenerationPrompt: boolean;
+      /** Generation continues the final message (rendered without its end markers). */
+      continueFinalMessage?: boolean;
+    };
 
 /** Sampling parameters, already validated and defaulted by the gateway (generation_config.json applied). */
 export interface SamplingParams {
@@ -57,6 +65,8 @@ export interface SamplingParams {
   minTokens?: number;
   logprobs: number | null; // null: none; N: the chosen token plus the top-N alternatives
   skipSpecialTokens: boolean;
+  /** null / absent: none; k: each prompt token's logprob (from the 2nd), rank and top-k (vLLM's prompt_logprobs). */
+  promptLogprobs?: number | null;
 }
 
 export interface SubmitRequest {
@@ -78,6 +88,34 @@ export interface TokenLogprob {
   top: { tokenId: number; token: string; bytes: number[]; logprob: number }[];
 }
 
+/** One prompt token with its logprob, rank (1 + the tokens more likely) and top-k; the first token
+ * has none (nothing predicts it): logprob and rank null, top empty. */
+export interface PromptLogprob {
+  tokenId: number;
+  token: string;
+  bytes: number[];
+  logprob: number | null;
+  rank: number | null;
+  top: TokenLogprob['top'];
+}
+
+/** A request's phases on the engine's clock (vLLM's intervals), seconds. */
+export interface EngineTiming {
+  queue: number; // submit → first scheduled
+  prefill: number; // first scheduled → first token
+  decode: number; // first → last token
+  inference: number; // first scheduled → last token
+  preemptions: number;
+}
+
+/** A Prometheus histogram's state: bucket bounds, cumulative counts, count and sum. */
+export interface HistogramSnapshot {
+  bounds: number[];
+  counts: number[];
+  count: number;
+  sum: number;
+}
+
 /** One choice's progress in one engine step. Text is complete UTF-8 with stop strings withheld. */
 export interface ChoiceDelta {
   index: number;
@@ -93,12 +131,20 @@ export interface ChoiceDelta {
 /** Events of one request, in order: `accepted` first, then `delta`s, then exactly one `done`. */
 export type EngineEvent =
   | { type: 'accepted'; promptTokens: number; promptTokenIds?: number[]; promptText?: string }
-  | { type: 'delta'; choices: ChoiceDelta[] }
+  | {
+      type: 'delta';
+      choices: ChoiceDelta[];
+      /** Once, on the delta of the step that completed the prefill, when the request asked for
+       * prompt logprobs: one entry per prompt token, the first null (nothing predicts it). */
+      promptLogprobs?: PromptLogprob[];
+    }
   | {
       type: 'done';
       usage: { promptTokens: number; completionTokens: number; cachedTokens: number };
       /** Engine-side timings, seconds. */
-      timing: { queued: number; ttft: number | null; e2e: number };
+      timing: { queued: number; ttft: number | null; e2e: number; engine?: EngineTiming };
+      /** The request's max_tokens as the engine ran it (vllm:request_params_max_tokens). */
+      maxTokens?: number;
     };
 
 export interface EngineStats {
@@ -119,6 +165,10 @@ export interface EngineStats {
   fairPreemptions: number; // preemptions that seated a request under its fair share of the sequences
   /** Requests paused because their client's window is full (src/protocol/flow.ts); absent: not tracked. */
   paused?: number;
+  /** Tokens computed per engine step (vllm:iteration_tokens_total). */
+  iterationTokens?: HistogramSnapshot;
+  /** vllm:cache_config_info's labels (block_size, num_gpu_blocks, cache_dtype, enable_prefix_caching). */
+  cacheConfig?: Record<string, string>;
 }
 
 export interface ModelInfo {
@@ -147,6 +197,8 @@ export interface TokenizeRequest {
   messages?: ChatMessage[];
   addSpecialTokens: boolean;
   addGenerationPrompt: boolean;
+  /** Also return each token's piece (vLLM's return_token_strs). */
+  returnTokenStrs?: boolean;
 }
 
 /**
@@ -179,7 +231,7 @@ export interface EngineClient {
   health(): Promise<Health>;
   stats(): Promise<EngineStats>;
   model(): Promise<ModelInfo>;
-  tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }>;
+  tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }>;
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
   /** Absent where the engine keeps no responses (then `store` / `previous_response_id` are refused). */
   readonly responses?: ResponseStore;

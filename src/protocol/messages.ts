@@ -62,11 +62,12 @@ const finishReason = z.enum(['stop', 'length', 'abort', 'error']);
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
   content: z.string(),
+  name: z.string().optional(),
 });
 const prompt = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string() }),
   z.object({ kind: z.literal('tokens'), ids: z.array(int) }),
-  z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean() }),
+  z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean(), continueFinalMessage: z.boolean().optional() }),
 ]);
 const sampling = z.object({
   maxTokens: int.nullable(),
@@ -85,10 +86,14 @@ const sampling = z.object({
   minTokens: int.nonnegative().optional(),
   logprobs: int.nullable(),
   skipSpecialTokens: z.boolean(),
+  promptLogprobs: int.nullable().optional(),
 });
 export const submitRequestSchema = z.object({ id: z.string(), prompt, sampling, n: int, echo: z.boolean() });
 const topEntry = z.object({ tokenId: int, token: z.string(), bytes: z.array(int), logprob: num });
 const tokenLogprob = topEntry.extend({ top: z.array(topEntry) });
+const promptLogprob = topEntry.extend({ logprob: num.nullable(), rank: int.nullable(), top: z.array(topEntry) });
+const histogram = z.object({ bounds: z.array(num), counts: z.array(num), count: num, sum: num });
+const engineTiming = z.object({ queue: num, prefill: num, decode: num, inference: num, preemptions: int });
 const choiceDelta = z.object({
   index: int,
   text: z.string(),
@@ -105,11 +110,12 @@ export const engineEventSchema = z.discriminatedUnion('type', [
     promptTokenIds: z.array(int).optional(),
     promptText: z.string().optional(),
   }),
-  z.object({ type: z.literal('delta'), choices: z.array(choiceDelta) }),
+  z.object({ type: z.literal('delta'), choices: z.array(choiceDelta), promptLogprobs: z.array(promptLogprob).optional() }),
   z.object({
     type: z.literal('done'),
     usage: z.object({ promptTokens: int, completionTokens: int, cachedTokens: int }),
-    timing: z.object({ queued: num, ttft: num.nullable(), e2e: num }),
+    timing: z.object({ queued: num, ttft: num.nullable(), e2e: num, engine: engineTiming.optional() }),
+    maxTokens: int.optional(),
   }),
 ]);
 /** On the wire a stream may also end with an error event: the request failed as a whole (EngineError). */
@@ -131,6 +137,8 @@ export const statsSchema = z.object({
   maxWaiting: int,
   fairPreemptions: int,
   paused: int.optional(),
+  iterationTokens: histogram.optional(),
+  cacheConfig: z.record(z.string(), z.string()).optional(),
 });
 export const healthSchema = z.object({
   ready: z.boolean(),
@@ -153,8 +161,9 @@ export const tokenizeRequestSchema = z.object({
   messages: z.array(chatMessage).optional(),
   addSpecialTokens: z.boolean(),
   addGenerationPrompt: z.boolean(),
+  returnTokenStrs: z.boolean().optional(),
 });
-export const tokenizeResultSchema = z.object({ tokens: z.array(int), maxModelLen: int });
+export const tokenizeResultSchema = z.object({ tokens: z.array(int), maxModelLen: int, tokenStrs: z.array(z.string()).optional() });
 export const detokenizeResultSchema = z.object({ prompt: z.string() });
 
 // ---- the messages, keyed by type name ----

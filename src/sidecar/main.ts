@@ -158,9 +158,15 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   backend.setStatus('loading weights');
   const engineOptions: EngineOptions = { ...opts.engine, maxNumBatchedTokens: plan.maxNumBatchedTokens, maxModelLen: plan.maxModelLen };
+  const cacheConfig = {
+    block_size: String(plan.blockSize),
+    num_gpu_blocks: String(plan.kvBlocks),
+    cache_dtype: opts.kvCacheDtype ?? 'float32',
+    enable_prefix_caching: String(opts.engine.enablePrefixCaching ?? true),
+  };
   const poolSize = opts.tokenizerPoolSize ?? 1;
   const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: { maxModelLen: plan.maxModelLen }, vocabSize: model.vocabSize }, poolSize) : undefined;
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer }, (onStep) =>
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer, cacheConfig }, (onStep) =>
     factory.create(checkpoint, plan, engineOptions, bundle, onStep),
   ).catch(async (e: unknown) => {
     await tokenizePool?.close();

@@ -16,6 +16,7 @@ import {
   type EngineStats,
   type Health,
   type ModelInfo,
+  type PromptLogprob,
   type SubmitRequest,
   type TokenizeRequest,
 } from '../../src/protocol/engine-client.js';
@@ -175,6 +176,7 @@ export class FakeEngineClient implements EngineClient {
     const hash = hashIds(promptIds);
     const choices = Array.from({ length: req.n }, (_, i) => new FakeChoice(i, this.corpus, this.tokenizer, req.sampling, maxTokens, hash, this.fixedStart));
     let finished = false;
+    let promptLogprobsSent = false;
     try {
       const accepted: EngineEvent = { type: 'accepted', promptTokens: promptIds.length };
       if (req.echo) Object.assign(accepted, { promptTokenIds: promptIds, promptText: this.tokenizer.decode(promptIds, req.sampling.skipSpecialTokens) });
@@ -191,7 +193,12 @@ export class FakeEngineClient implements EngineClient {
         if (midFail) this.injectFailure(deltas, choices, midFail);
         ttft ??= (this.opts.now() - t0) / 1000;
         this.totals.generation += deltas.reduce((s, d) => s + d.tokenIds.length, 0);
-        yield { type: 'delta', choices: deltas };
+        const k = req.sampling.promptLogprobs;
+        if (k != null && !promptLogprobsSent) {
+          // With the prefill's step, as the sidecar sends them (fake values: -(1 + i mod 4) / 4).
+          promptLogprobsSent = true;
+          yield { type: 'delta', choices: deltas, promptLogprobs: this.fakePromptLogprobs(promptIds, k) };
+        } else yield { type: 'delta', choices: deltas };
         if (state.aborted) break;
       }
       const completionTokens = choices.reduce((s, c) => s + c.tokenIds.length, 0);
@@ -206,6 +213,15 @@ export class FakeEngineClient implements EngineClient {
       if (!finished && !state.aborted && !state.dead) this.aborts.push({ id: req.id, via: 'consumer-return' });
       this.activeReqs.delete(req.id);
     }
+  }
+
+  private fakePromptLogprobs(ids: number[], k: number): PromptLogprob[] {
+    const entry = (tokenId: number, logprob: number) => ({ tokenId, token: this.tokenizer.piece(tokenId), bytes: [...new TextEncoder().encode(this.tokenizer.piece(tokenId))], logprob });
+    return ids.map((id, i) =>
+      i === 0
+        ? { ...entry(id, 0), logprob: null, rank: null, top: [] }
+        : { ...entry(id, -(1 + (i % 4)) / 4), rank: 1 + (i % 4), top: this.corpus.slice(0, k).map((t, j) => entry(t, -0.1 * (j + 1))) },
+    );
   }
 
   async abort(id: string): Promise<void> {

@@ -524,6 +524,41 @@ gpu('CUDA backend through the batching engine', () => {
     expect(same).toBeGreaterThanOrEqual(reqs.length - 1);
   });
 
+  // Prompt logprobs: the CUDA runner computes the LM head over every row of a slice that asks
+  // (SeqSlice::kAll: an eager step), only for such requests; the values must match the CPU engine's.
+  it('prompt logprobs (chunked, beside decodes, max_tokens 0) agree with the CPU engine and HF', async () => {
+    const reqs = tiny.prompts.map((p, i) => ({ id: i + 1, prompt: p.prompt, maxTokens: i % 2 ? 0 : 3, promptLogprobs: 3 }));
+    const others = [{ id: 50, prompt: randomTokens(30, 4), maxTokens: 12 }];
+    const onGpu = await engine({ maxNumBatchedTokens: 48 });
+    const onCpu = await TestEngine.create({ maxNumBatchedTokens: 48 }, { kvBlocks: 64, threads: 4 });
+    open.push(onCpu);
+    await Promise.all([onGpu.run([...others, ...reqs]), onCpu.run([...others, ...reqs])]);
+    let worst = 0;
+    let worstHf = 0;
+    for (const [i, p] of tiny.prompts.entries()) {
+      if (p.prompt.length < 2) continue;
+      const g = onGpu.promptLogprobs.get(i + 1)!;
+      const c = onCpu.promptLogprobs.get(i + 1)!;
+      expect(g.logprobs.length).toBe(p.prompt.length - 1);
+      const hf = readF32('tiny', p.prefill_logits_file!);
+      g.logprobs.forEach((lp, j) => {
+        worst = Math.max(worst, Math.abs(lp - c.logprobs[j]!));
+        const row = hf.subarray(j * V, (j + 1) * V);
+        const mx = Math.max(...row);
+        const lse = mx + Math.log(row.reduce((s, x) => s + Math.exp(x - mx), 0));
+        worstHf = Math.max(worstHf, Math.abs(lp - (row[p.prompt[j + 1]!]! - lse)));
+      });
+      // Ranks and top ids may differ only where logits are within float rounding of each other.
+      const sameRank = g.ranks.filter((r, j) => r === c.ranks[j]).length;
+      expect(sameRank).toBeGreaterThanOrEqual(g.ranks.length - 2);
+      expect(onGpu.results.get(i + 1)![0]!.tokens.length).toBe(i % 2 ? 0 : 3);
+    }
+    console.log(`[cuda] prompt logprobs: max |CUDA - CPU| ${worst.toExponential(2)}, max |CUDA - HF log-softmax| ${worstHf.toExponential(2)}`);
+    expect(worst).toBeLessThan(5e-3);
+    expect(worstHf).toBeLessThan(4e-2);
+    expect(onGpu.results.get(50)![0]!.tokens).toHaveLength(12); // the decodes beside the prefills ran
+  });
+
   it('n > 1 forks copy blocks on the GPU and every choice finishes', async () => {
     const e = await engine();
     await e.run([{ id: 1, prompt: randomTokens(21, 9), maxTokens: 8, n: 3, temperature: 0.8, seed: 7 }]);

@@ -20,8 +20,16 @@ export interface Choice {
 /** A request in tests: any EngineRequest fields, the prompt as a plain array or Int32Array. */
 export type TestRequest = Partial<Omit<EngineRequest, 'prompt'>> & { id: number; prompt: number[] | Int32Array };
 
+/** A request's prompt logprobs (prompt tokens 1..), concatenated over the steps that computed them. */
+export interface PromptLps {
+  logprobs: number[];
+  ranks: number[];
+  topIds: number[]; // k per token
+}
+
 export class TestEngine {
   readonly results = new Map<number, Choice[]>();
+  readonly promptLogprobs = new Map<number, PromptLps>();
   readonly steps: StepOutput[][] = [];
   readonly statsAfterStep: EngineStatsNative[] = [];
   private waiters: { ids: number[]; resolve: () => void }[] = [];
@@ -51,6 +59,13 @@ export class TestEngine {
         for (let i = 0; i < o.tokens.length; i++) c.topIds.push(Array.from(o.topIds.slice(i * k, (i + 1) * k)));
       }
       c.cachedTokens = o.cachedTokens;
+      if (o.prompt) {
+        const p = this.promptLogprobs.get(o.id) ?? { logprobs: [], ranks: [], topIds: [] };
+        this.promptLogprobs.set(o.id, p);
+        p.logprobs.push(...o.prompt.logprobs);
+        p.ranks.push(...o.prompt.ranks);
+        p.topIds.push(...o.prompt.topIds);
+      }
       if (o.finish) c.finish = o.finish;
       if (o.error) c.error = o.error;
       this.onOutput?.(o);

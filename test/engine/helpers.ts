@@ -71,3 +71,14 @@ export function scatteredBlocks(n: number, numBlocks: number, seed = 7): Int32Ar
   }
   return Int32Array.from(ids.slice(0, n));
 }
+
+/** log-softmax of row `r` of a [rows, V] logits block, in float64. */
+export function logSoftmaxRow(logits: Float32Array, r: number, V = 2048): Float64Array {
+  const row = logits.subarray(r * V, (r + 1) * V);
+  let mx = -Infinity;
+  for (const x of row) mx = Math.max(mx, x);
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - mx);
+  const lse = mx + Math.log(sum);
+  return Float64Array.from(row, (x) => x - lse);
+}

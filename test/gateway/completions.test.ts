@@ -67,7 +67,14 @@ describe('POST /v1/completions', () => {
     expect([...body.choices[0].text]).toHaveLength('Echo me '.length + 3);
     const chunks = (await sse(await post('/v1/completions', { model: MODEL, prompt: 'Echo me ', max_tokens: 3, echo: true, stream: true }))).events as Any[];
     expect(chunks[0]!.choices[0].text).toBe('Echo me ');
-    await expectError(await post('/v1/completions', { model: MODEL, prompt: 'x', echo: true, logprobs: 1 }), 400);
+    // echo with logprobs (refused before #25): the prompt's tokens lead the logprobs, the first with none.
+    const withLps = await json(await post('/v1/completions', { model: MODEL, prompt: 'Echo me ', max_tokens: 3, echo: true, logprobs: 1 }));
+    const lps = withLps.choices[0].logprobs;
+    expect(lps.tokens).toHaveLength(withLps.usage.prompt_tokens + 3);
+    expect(lps.token_logprobs[0]).toBeNull();
+    expect(lps.top_logprobs[0]).toBeNull();
+    expect(lps.token_logprobs[1]).toBeLessThan(0);
+    await expectError(await post('/v1/completions', { model: MODEL, prompt: 'x', max_tokens: 0 }), 400); // 0 only with echo
   });
 
   it('streams text_completion chunks with include_usage and [DONE]', async () => {

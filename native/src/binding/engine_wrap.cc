@@ -69,6 +69,34 @@ Napi::Object to_js(Napi::Env env, const StepOutput& s) {
     std::copy(s.top_logprobs.begin(), s.top_logprobs.end(), tl.Data());
     o.Set("topLogprobs", tl);
   }
+  if (s.prompt.start > 0) {  // prompt logprobs computed this step (choice 0)
+    Napi::Object p = Napi::Object::New(env);
+    p.Set("start", s.prompt.start);
+    auto f32 = [&](const std::vector<float>& v) {
+      auto a = Napi::Float32Array::New(env, v.size());
+      std::copy(v.begin(), v.end(), a.Data());
+      return a;
+    };
+    auto i32 = [&](const std::vector<int32_t>& v) {
+      auto a = Napi::Int32Array::New(env, v.size());
+      std::copy(v.begin(), v.end(), a.Data());
+      return a;
+    };
+    p.Set("logprobs", f32(s.prompt.logprobs));
+    p.Set("ranks", i32(s.prompt.ranks));
+    p.Set("topIds", i32(s.prompt.top_ids));
+    p.Set("topLogprobs", f32(s.prompt.top_logprobs));
+    o.Set("prompt", p);
+  }
+  if (s.timing.set) {
+    Napi::Object t = Napi::Object::New(env);
+    t.Set("queue", s.timing.queue_s);
+    t.Set("prefill", s.timing.prefill_s);
+    t.Set("decode", s.timing.decode_s);
+    t.Set("inference", s.timing.inference_s);
+    t.Set("preemptions", s.timing.preemptions);
+    o.Set("timing", t);
+  }
   o.Set("finish", int(s.finish));
   o.Set("promptTokens", s.prompt_tokens);
   o.Set("cachedTokens", s.cached_tokens);
@@ -109,6 +137,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     r.stop_token_ids = vec<int32_t, Napi::Int32Array>(o.Get("stopTokenIds"));
     r.min_tokens = get_int(o, "minTokens", 0);
     r.logprobs = get_int(o, "logprobs", -1);
+    r.prompt_logprobs = get_int(o, "promptLogprobs", -1);
     std::string err = h_->engine->submit(std::move(r));
     return err.empty() ? info.Env().Null() : Napi::String::New(info.Env(), err);
   }
@@ -144,6 +173,21 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("stepTimeMs", s.step_ms);
     o.Set("lastStepTokens", s.last_step_tokens);
     o.Set("lastStepSeqs", s.last_step_seqs);
+    // vllm:iteration_tokens_total: bounds and cumulative counts (Prometheus buckets), sum.
+    auto bounds = Napi::Array::New(info.Env(), kIterationTokenBounds.size());
+    auto counts = Napi::Array::New(info.Env(), kIterationTokenBounds.size());
+    uint64_t acc = 0;
+    for (size_t b = 0; b < kIterationTokenBounds.size(); ++b) {
+      acc += s.iteration_counts[b];
+      bounds.Set(uint32_t(b), kIterationTokenBounds[b]);
+      counts.Set(uint32_t(b), double(acc));
+    }
+    Napi::Object it = Napi::Object::New(info.Env());
+    it.Set("bounds", bounds);
+    it.Set("counts", counts);
+    it.Set("count", double(acc + s.iteration_counts.back()));
+    it.Set("sum", double(s.iteration_tokens_sum));
+    o.Set("iterationTokens", it);
     return o;
   }
 

@@ -9,7 +9,7 @@ namespace ee {
 
 Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_kernels, ThreadPool* pool,
                EngineConfig cfg, StepSink sink)
-    : runner_(std::move(runner)), pool_(pool), cfg_(cfg), sink_(std::move(sink)),
+    : runner_(std::move(runner)), pool_(pool), host_kernels_(host_kernels), cfg_(cfg), sink_(std::move(sink)),
       kv_(runner_->num_blocks(), runner_->block_size(), cfg.prefix_caching),
       sched_(kv_,
              SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
@@ -36,12 +36,12 @@ std::string Engine::submit(RequestSpec r) {
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V)
       return "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")";
-  if (r.max_tokens < 1) return "max_tokens must be at least 1";
+  if (r.max_tokens < 0) return "max_tokens must not be negative";
   if (r.n < 1 || r.n > cfg_.max_n) return "n must be between 1 and " + std::to_string(cfg_.max_n);
   if (r.n > cfg_.max_num_seqs)
     return "n=" + std::to_string(r.n) + " choices need " + std::to_string(r.n) +
            " sequences running together but max_num_seqs is " + std::to_string(cfg_.max_num_seqs);
-  if (r.logprobs > cfg_.max_logprobs)
+  if (r.logprobs > cfg_.max_logprobs || r.prompt_logprobs > cfg_.max_logprobs)
     return "logprobs may ask for at most " + std::to_string(cfg_.max_logprobs) + " alternatives";
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
       !(r.repetition_penalty > 0) || r.min_tokens < 0)
@@ -58,7 +58,7 @@ std::string Engine::submit(RequestSpec r) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return "the engine is shutting down";
     if (!live_ids_.insert(r.id).second) return "request id " + std::to_string(r.id) + " is already in use";
-    inbox_.push_back(std::move(r));
+    inbox_.emplace_back(std::move(r), Clock::now());
     stats_.max_waiting = std::max(stats_.max_waiting, live_waiting());
   }
   cv_.notify_one();
@@ -108,6 +108,10 @@ void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   stats_.generation_tokens = generation_tokens_;
   stats_.steps = steps_;
   if (seqs > 0) {
+    size_t b = 0;
+    while (b < kIterationTokenBounds.size() && tokens > kIterationTokenBounds[b]) ++b;
+    ++stats_.iteration_counts[b];
+    stats_.iteration_tokens_sum += uint64_t(tokens);
     stats_.step_ms = step_ms;
     stats_.last_step_tokens = tokens;
     stats_.last_step_seqs = seqs;
@@ -119,19 +123,44 @@ void Engine::finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutpu
   s.finish = f;
   sched_.remove(&s);
   --r.unfinished;
-  if (!o) {
-    out.push_back({});
-    o = &out.back();
-    o->id = r.spec->id;
-    o->index = s.index;
-    o->prompt_tokens = s.prompt_len;
-    o->cached_tokens = r.cached_tokens;
-  }
+  if (!o) o = &bare_output(r, s.index, out);
   o->finish = f;
+  if (r.unfinished == 0) o->timing = timing_of(r);
+}
+
+StepOutput& Engine::bare_output(const Request& r, int index, std::vector<StepOutput>& out) {
+  out.push_back({});
+  StepOutput& o = out.back();
+  o.id = r.spec->id;
+  o.index = index;
+  o.prompt_tokens = int(r.spec->prompt.size());
+  o.cached_tokens = r.cached_tokens;
+  return o;
+}
+
+RequestTiming Engine::timing_of(const Request& r) {
+  const auto now = Clock::now();
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  RequestTiming t;
+  t.set = true;
+  for (const auto& s : r.seqs) t.preemptions += s->preemptions;
+  if (!r.was_scheduled) {
+    t.queue_s = secs(r.submitted, now);
+    return t;
+  }
+  t.queue_s = secs(r.submitted, r.scheduled);
+  if (!r.has_token) {
+    t.prefill_s = t.inference_s = secs(r.scheduled, now);
+    return t;
+  }
+  t.prefill_s = secs(r.scheduled, r.first_token);
+  t.decode_s = secs(r.first_token, r.last_token);
+  t.inference_s = secs(r.scheduled, r.last_token);
+  return t;
 }
 
 bool Engine::drain_inbox(std::vector<StepOutput>& out) {
-  std::vector<RequestSpec> inbox;
+  std::vector<std::pair<RequestSpec, Clock::time_point>> inbox;
   std::vector<uint32_t> aborts;
   std::vector<std::pair<uint32_t, bool>> pauses;
   bool stopping;
@@ -144,10 +173,11 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
     pauses.swap(pauses_);
     stopping = stop_;
   }
-  for (RequestSpec& spec : inbox) {
+  for (auto& [spec, submitted] : inbox) {
     auto sp = std::make_shared<RequestSpec>(std::move(spec));
     Request& r = requests_[sp->id];
     r.spec = sp;
+    r.submitted = submitted;
     auto s = std::make_unique<Sequence>();
     s->req = sp;
     s->tokens = sp->prompt;
@@ -183,6 +213,9 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
   o.prompt_tokens = s.prompt_len;
   o.cached_tokens = r.cached_tokens;
   o.tokens.push_back(so.token);
+  r.last_token = Clock::now();
+  if (!r.has_token) r.first_token = r.last_token;
+  r.has_token = true;
   if (r.spec->logprobs >= 0) {
     o.logprobs.push_back(so.logprob);
     o.top_ids = so.top_ids;
@@ -243,6 +276,10 @@ void Engine::step(std::vector<StepOutput>& out) {
   for (const BlockCopy& c : so.copies) copies.emplace_back(c.src, c.dst);
   std::vector<SeqSlice> slices;
   std::vector<int> row_of(so.seqs.size(), -1);
+  // Prompt logprobs: positions [lo, hi) of a slice whose rows are all computed (lo == hi: none).
+  std::vector<std::pair<int, int>> prompt_rows(so.seqs.size(), {0, 0});
+  std::vector<int> row_first(so.seqs.size(), 0);
+  bool any_all_rows = false;
   int rows = 0;
   // Where the tokens are chosen: on the device when every sampled row is plain greedy (argmax) or
   // device-samplable (temperature / top-k / top-p / min-p drawn with the sequence's own uniform, or
@@ -251,8 +288,24 @@ void Engine::step(std::vector<StepOutput>& out) {
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const Scheduled& sc = so.seqs[i];
     Sequence& s = *sc.seq;
+    Request& req = requests_[s.req->id];
+    if (!req.was_scheduled) req.scheduled = Clock::now();
+    req.was_scheduled = true;
+    bool all_rows = false;
+    if (s.wants_prompt_rows()) {  // rows at positions q predict prompt token q + 1, due from prompt_lp_next
+      const int lo = std::max(s.num_computed, s.prompt_lp_next - 1),
+                hi = std::min(s.num_computed + sc.n, s.prompt_len - 1);
+      if (lo < hi) prompt_rows[i] = {lo, hi};
+      all_rows = lo < hi;
+    }
+    any_all_rows = any_all_rows || all_rows;
     slices.push_back({s.tokens.data() + s.num_computed, sc.n, s.num_computed, s.block_table.data(),
-                      int(s.block_table.size()), sc.sample ? SeqSlice::kLast : SeqSlice::kNone});
+                      int(s.block_table.size()),
+                      all_rows    ? SeqSlice::kAll
+                      : sc.sample ? SeqSlice::kLast
+                                  : SeqSlice::kNone});
+    row_first[i] = rows;
+    if (all_rows) rows += sc.n - (sc.sample ? 1 : 0);
     if (sc.sample) {
       row_of[i] = rows++;
       const bool greedy = plain_greedy(s);
@@ -260,7 +313,8 @@ void Engine::step(std::vector<StepOutput>& out) {
       device_only = device_only && (greedy || (runner_->has_device_sampling() && device_samplable(s)));
     }
   }
-  std::vector<float>& logits = logits_;  // reused: 64 rows of a 103k vocabulary are 26 MB per step
+  if (any_all_rows) greedy_only = device_only = false;  // the prompt rows' logits come to the host
+  std::vector<float>& logits = logits_;                 // reused: 64 rows of a 103k vocabulary are 26 MB per step
   std::vector<int32_t> argmax;
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
@@ -298,12 +352,23 @@ void Engine::step(std::vector<StepOutput>& out) {
   }
   std::vector<SampleOut> samples(so.seqs.size());
   const int V = runner_->config().vocab_size;
+  std::vector<PromptLogprobs> prompt_lps(so.seqs.size());
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const auto [lo, hi] = prompt_rows[i];
+    if (lo >= hi) continue;
+    Sequence& s = *so.seqs[i].seq;
+    const float* first = logits.data() + size_t(row_first[i] + (lo - s.num_computed)) * V;
+    compute_prompt_logprobs(host_kernels_, pool_, first, hi - lo, V, s.tokens.data() + lo + 1, s.req->prompt_logprobs,
+                            prompt_lps[i]);
+    prompt_lps[i].start = lo + 1;
+    s.prompt_lp_next = hi + 1;
+  }
   if (device_only) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
-      if (row_of[size_t(i)] < 0) return;
+      if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0) return;
       samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
                                            scratch_[size_t(worker)]);
     });
@@ -313,11 +378,23 @@ void Engine::step(std::vector<StepOutput>& out) {
     Request& r = requests_[s.req->id];
     s.num_computed += so.seqs[i].n;
     kv_.commit(s);
-    if (row_of[i] < 0) continue;
+    PromptLogprobs* plp = prompt_lps[i].start > 0 ? &prompt_lps[i] : nullptr;
+    if (row_of[i] < 0) {
+      if (plp) bare_output(r, s.index, out).prompt = std::move(*plp);
+      continue;
+    }
     if (s.index == 0 && s.num_output() == 0) r.cached_tokens = std::max(s.prefix_hit, 0);
+    if (r.spec->max_tokens == 0) {  // prefill only: every choice ends here, with no token
+      for (int c = 1; c < r.spec->n; ++c) bare_output(r, c, out).finish = Finish::Length;
+      StepOutput& o = bare_output(r, s.index, out);
+      if (plp) o.prompt = std::move(*plp);
+      finish_seq(r, s, Finish::Length, out, &o);
+      continue;
+    }
     // Fork before the parent's token is appended: the parent may finish (and free its blocks) on it.
     if (s.index == 0 && !s.forked && r.spec->n > 1) fork_choices(r, s, logits.data() + size_t(row_of[i]) * V, out);
     append(r, s, samples[i], out);
+    if (plp) out.back().prompt = std::move(*plp);
   }
   // Forks joined the running set on slots their choice 0 held (fair_share.h): still within the limit.
   ENGINE_ASSERT(int(sched_.running().size()) <= cfg_.max_num_seqs);

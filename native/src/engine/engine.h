@@ -7,6 +7,8 @@
 // whatever Node thread is running), as bench:serve's single-request comparison showed
 // (native/README.md).
 #pragma once
+#include <array>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "engine/kv_manager.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "cpu/kernels.h"
@@ -40,6 +43,15 @@ struct EngineConfig {
   uint64_t seed = 0;
 };
 
+// A request's phases on the engine's clock (vLLM's intervals), reported once, on the output that
+// finishes its last choice. queue: submit → first scheduled; prefill: first scheduled → first
+// token (→ finish when none); decode: first → last token; inference: first scheduled → last token.
+struct RequestTiming {
+  bool set = false;
+  double queue_s = 0, prefill_s = 0, decode_s = 0, inference_s = 0;
+  int preemptions = 0;  // of all its choices
+};
+
 struct StepOutput {
   uint32_t id = 0;
   int index = 0;
@@ -51,7 +63,13 @@ struct StepOutput {
   int prompt_tokens = 0;
   int cached_tokens = 0;
   std::string error;
+  PromptLogprobs prompt;  // choice 0: the prompt logprobs computed this step (start 0: none)
+  RequestTiming timing;
 };
+
+// vLLM's vllm:iteration_tokens_total buckets (tokens computed per step).
+inline constexpr std::array<int, 13> kIterationTokenBounds = {1,   8,    16,   32,   64,   128,  256,
+                                                              512, 1024, 2048, 4096, 8192, 16384};
 
 struct EngineStats {
   // waiting: sequences queued (the scheduler's queue and requests submitted but not yet taken in),
@@ -63,6 +81,10 @@ struct EngineStats {
   uint64_t preemptions = 0, prefix_queries = 0, prefix_hits = 0, prompt_tokens = 0, generation_tokens = 0, steps = 0;
   double step_ms = 0;
   int last_step_tokens = 0, last_step_seqs = 0;
+  // Steps by tokens computed: iteration_counts[b] = steps with at most kIterationTokenBounds[b]
+  // tokens and more than the bound before (the last entry: above every bound).
+  std::array<uint64_t, kIterationTokenBounds.size() + 1> iteration_counts{};
+  uint64_t iteration_tokens_sum = 0;
 };
 
 using StepSink = std::function<void(std::vector<StepOutput>&&)>;
@@ -87,12 +109,15 @@ class Engine {
   void stop();
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Request {
     std::shared_ptr<const RequestSpec> spec;
     std::vector<std::unique_ptr<Sequence>> seqs;
     int unfinished = 0;
     int cached_tokens = 0;
     bool paused = false;  // forks made while paused start paused
+    Clock::time_point submitted, scheduled, first_token, last_token;
+    bool was_scheduled = false, has_token = false;
   };
 
   void loop();
@@ -102,6 +127,9 @@ class Engine {
   void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
   void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
   void publish_stats(double step_ms, int tokens, int seqs);
+  static RequestTiming timing_of(const Request& r);
+  // An output with no token for choice `index` (prompt logprobs alone, or a finish).
+  StepOutput& bare_output(const Request& r, int index, std::vector<StepOutput>& out);
   int live_waiting() const;  // under mu_
   // Whether this sequence's next token needs nothing but its raw logits row (no bias, no penalties,
   // no logprobs, no fork pending): then the runner may choose it where the logits are, greedily
@@ -114,6 +142,7 @@ class Engine {
 
   std::unique_ptr<IModelRunner> runner_;
   ThreadPool* pool_;
+  const cpu::Kernels* host_kernels_;
   EngineConfig cfg_;
   StepSink sink_;
   KvManager kv_;
@@ -128,7 +157,7 @@ class Engine {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<RequestSpec> inbox_;
+  std::vector<std::pair<RequestSpec, Clock::time_point>> inbox_;  // with when submit() took it
   std::vector<uint32_t> aborts_;
   std::vector<std::pair<uint32_t, bool>> pauses_;
   std::unordered_set<uint32_t> live_ids_;  // accepted and not yet finished (duplicate check)

@@ -29,7 +29,7 @@ uint64_t KvManager::block_hash(const Sequence& s_const, int i) {
 
 int KvManager::match_prefix(Sequence& s) {
   ENGINE_ASSERT(s.block_table.empty() && s.num_computed == 0);
-  if (!caching_) {
+  if (!caching_ || s.wants_prompt_rows()) {  // prompt logprobs need every prompt row computed
     if (s.prefix_hit < 0) s.prefix_hit = 0;
     return 0;
   }

@@ -9,7 +9,7 @@ namespace ee {
 struct RequestSpec {
   uint32_t id = 0;
   std::vector<int32_t> prompt;
-  int max_tokens = 16;
+  int max_tokens = 16;  // 0: prefill only (prompt logprobs), nothing sampled
   int n = 1;
   float temperature = 1.0f;  // 0: greedy
   float top_p = 1.0f;
@@ -27,6 +27,9 @@ struct RequestSpec {
   // included) is banned from sampling and none ends it.
   int min_tokens = 0;
   int logprobs = -1;  // -1: none; k >= 0: chosen + top-k
+  // -1: none; k >= 0: every prompt token's logprob (from the 2nd on), its rank and the top-k, computed
+  // in the prefill (which then skips the prefix cache: every position's logits are needed).
+  int prompt_logprobs = -1;
 
   // True while sequence outputs `num_output` must not end on a stop token.
   bool bans_stops(int num_output) const { return num_output < min_tokens && !stop_token_ids.empty(); }

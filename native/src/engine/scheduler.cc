@@ -9,6 +9,7 @@ namespace ee {
 void Scheduler::preempt(Sequence* s) {
   kv_.free(*s);
   s->num_computed = 0;
+  ++s->preemptions;
   s->queued_step = 0;  // never held back by prefill batching
   waiting_.push_front(s);
   ++preemptions_;

@@ -33,6 +33,8 @@ struct Sequence {
   // Its client has a full buffer (Engine::pause): never put in a step's batch, its KV blocks kept.
   bool paused = false;
   Finish finish = Finish::None;
+  int prompt_lp_next = 1;  // the next prompt index whose prompt logprob is due (choice 0 only)
+  int preemptions = 0;     // times this sequence was preempted (recomputed)
   // Penalty state, only kept when the request uses penalties: counts of generated tokens and
   // presence over prompt + output.
   std::unordered_map<int32_t, int> output_counts;
@@ -40,6 +42,8 @@ struct Sequence {
 
   int num_tokens() const { return int(tokens.size()); }
   int num_output() const { return int(tokens.size()) - prompt_len; }
+  // This sequence still owes prompt logprobs: its prefill must compute every prompt row's logits.
+  bool wants_prompt_rows() const { return req->prompt_logprobs >= 0 && index == 0 && prompt_lp_next < prompt_len; }
 };
 
 }  // namespace ee

@@ -1,8 +1,13 @@
 // POST /v1/chat/completions — OpenAI chat completions over the engine, JSON or SSE.
-// `echo` is not part of OpenAI's chat API and is ignored here; tools/response formats other than text
-// are rejected by the schema.
+// Tools/response formats other than text are rejected by the schema. vLLM extensions:
+//  - `echo`: the reply starts with the last message's content when that message has the reply's role
+//    (assistant, or with add_generation_prompt false the last message's own role);
+//  - `continue_final_message`: the final message is rendered open and the reply continues it (the
+//    generation prompt is then off; asking for both is a 400, as vLLM);
+//  - `prompt_logprobs` (not with stream, as vLLM) and `return_token_ids` (`prompt_token_ids` at the
+//    top, `token_ids` per choice).
 
-import type { SubmitRequest } from '../../protocol/engine-client.js';
+import type { ChatMessage, PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
@@ -10,6 +15,7 @@ import { checkSequences } from '../sequence-limit.js';
 import { startRuns, streamed, type RunGroup } from '../engine-run.js';
 import { badRequest } from '../errors.js';
 import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '../openai-shapes.js';
+import { vllmPromptLogprobs } from '../prompt-logprobs.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
@@ -28,17 +34,30 @@ export function chatHandler(deps: RouteDeps) {
     if (body.top_logprobs != null && body.logprobs !== true) {
       throw badRequest('top_logprobs requires logprobs to be true', 'top_logprobs');
     }
+    const continueFinal = body.continue_final_message === true;
+    if (continueFinal && body.add_generation_prompt === true) {
+      throw badRequest('continue_final_message and add_generation_prompt cannot both be true', 'continue_final_message');
+    }
+    const addGenerationPrompt = continueFinal ? false : (body.add_generation_prompt ?? true);
     const sampling = buildSampling(body, info, {
       maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
       logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
+      promptLogprobs: body.prompt_logprobs ?? null,
     });
+    const returnTokenIds = body.return_token_ids === true;
+    const echoText = body.echo === true ? echoedContent(body.messages, addGenerationPrompt) : '';
     const env: Envelope = { id: `chatcmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
     const req: SubmitRequest = {
       id: env.id,
-      prompt: { kind: 'chat', messages: body.messages.map(toEngineMessage), addGenerationPrompt: body.add_generation_prompt ?? true },
+      prompt: {
+        kind: 'chat',
+        messages: body.messages.map(toEngineMessage),
+        addGenerationPrompt,
+        ...(continueFinal ? { continueFinalMessage: true } : {}),
+      },
       sampling,
       n,
-      echo: false,
+      echo: returnTokenIds, // the prompt's ids come back on `accepted`
     };
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
@@ -49,15 +68,24 @@ export function chatHandler(deps: RouteDeps) {
     if (plan.stream) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() }) : null;
-      const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds);
+      const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds, { echoText, returnTokenIds });
       return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent(), stallGuard(deps, rec.id));
     }
     try {
-      const choices = Array.from({ length: n }, (_, index) => ({ index, text: '', logprobs: [] as ReturnType<typeof chatLogprobContent>, finish: null as OpenAIFinish | null }));
+      const choices = Array.from({ length: n }, (_, index) => ({
+        index,
+        text: echoText,
+        tokenIds: [] as number[],
+        logprobs: [] as ReturnType<typeof chatLogprobContent>,
+        finish: null as OpenAIFinish | null,
+      }));
+      let promptLps: PromptLogprob[] = [];
       for await (const { run, event } of group.events()) {
+        if (event.type === 'delta' && event.promptLogprobs) promptLps = event.promptLogprobs;
         for (const u of progress.apply(run, event)) {
           const ch = choices[u.index]!;
           ch.text += u.text;
+          ch.tokenIds.push(...u.tokenIds);
           ch.logprobs.push(...chatLogprobContent(u.logprobs, asIds));
           ch.finish = u.finishReason ?? ch.finish;
         }
@@ -69,13 +97,23 @@ export function chatHandler(deps: RouteDeps) {
           message: { role: 'assistant', content: ch.text, refusal: null },
           logprobs: sampling.logprobs !== null ? { content: ch.logprobs, refusal: null } : null,
           finish_reason: ch.finish ?? 'stop',
+          ...(returnTokenIds ? { token_ids: ch.tokenIds } : {}),
         })),
         usage: progress.usage(),
+        ...(body.prompt_logprobs != null ? { prompt_logprobs: vllmPromptLogprobs(promptLps, body.prompt_logprobs, asIds) } : {}),
+        ...(returnTokenIds ? { prompt_token_ids: group.runs[0]!.accepted.promptTokenIds ?? [] } : {}),
       });
     } finally {
       group.cancel();
     }
   };
+}
+
+/** vLLM's chat echo: the last message's content when it has the reply's role, else ''. */
+function echoedContent(messages: ChatMessageIn[], addGenerationPrompt: boolean): string {
+  const last = messages[messages.length - 1]!;
+  const role = addGenerationPrompt ? 'assistant' : last.role;
+  return last.role === role ? toEngineMessage(last).content : '';
 }
 
 async function* chatChunks(
@@ -86,14 +124,18 @@ async function* chatChunks(
   n: number,
   logprobs: boolean,
   asIds: boolean,
+  extras: { echoText: string; returnTokenIds: boolean },
 ): AsyncGenerator<unknown, void, undefined> {
   const chunk = (choices: unknown[], usage: unknown) => ({
     ...head(env, 'chat.completion.chunk'),
     choices,
     ...(plan.continuousUsage ? { usage: progress.usage() } : plan.includeUsage ? { usage } : {}),
   });
+  // return_token_ids: the prompt's ids on the first chunk, each chunk's new ids on its choice.
+  const promptIds = extras.returnTokenIds ? { prompt_token_ids: group.runs[0]!.accepted.promptTokenIds ?? [] } : {};
   for (let index = 0; index < n; index++) {
-    yield chunk([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], null);
+    const first = { index, delta: { role: 'assistant', content: extras.echoText }, logprobs: null, finish_reason: null, ...(extras.returnTokenIds ? { token_ids: [] } : {}) };
+    yield { ...chunk([first], null), ...(index === 0 ? promptIds : {}) };
   }
   for await (const { run, event } of group.events()) {
     for (const u of progress.apply(run, event)) {
@@ -108,6 +150,7 @@ async function* chatChunks(
             delta: u.text || !u.finishReason ? { content: u.text } : {},
             logprobs: logprobs ? { content: chatLogprobContent(u.logprobs, asIds), refusal: null } : null,
             finish_reason: u.finishReason,
+            ...(extras.returnTokenIds ? { token_ids: u.tokenIds } : {}),
           },
         ],
         null,

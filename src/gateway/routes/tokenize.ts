@@ -1,5 +1,6 @@
 // POST /tokenize and POST /detokenize — vLLM's shapes:
-//   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?} → {count, max_model_len, tokens}
+//   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?, return_token_strs?}
+//     → {count, max_model_len, tokens, token_strs (the tokenizer's pieces; only when asked)}
 //   {model?, tokens} → {prompt}
 
 import { readJsonBody } from '../body.js';
@@ -13,13 +14,16 @@ export function tokenizeHandler(deps: RouteDeps) {
     const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
     await resolveModel(c.var.engine, deps, body.model);
     const chat = 'messages' in body;
-    const { tokens, maxModelLen } = await c.var.engine.tokenize({
+    const returnTokenStrs = body.return_token_strs === true;
+    const { tokens, maxModelLen, tokenStrs } = await c.var.engine.tokenize({
       prompt: chat ? undefined : body.prompt,
       messages: chat ? body.messages.map(toEngineMessage) : undefined,
       addSpecialTokens: body.add_special_tokens ?? true,
       addGenerationPrompt: chat ? (body.add_generation_prompt ?? true) : false,
+      ...(returnTokenStrs ? { returnTokenStrs } : {}),
     });
-    return c.json({ count: tokens.length, max_model_len: maxModelLen, tokens });
+    if (returnTokenStrs && tokenStrs?.length !== tokens.length) throw new Error('the engine returned no token strings');
+    return c.json({ count: tokens.length, max_model_len: maxModelLen, tokens, ...(returnTokenStrs ? { token_strs: tokenStrs } : {}) });
   };
 }
 

@@ -12,7 +12,7 @@ import { MAX_LOGPROBS, MAX_N } from '../../protocol/limits.js';
 export interface EngineRequest {
   id: number; // unique u32 chosen by the sidecar
   prompt: Int32Array; // token ids, used exactly as given
-  maxTokens: number; // >= 1; the engine also stops at maxModelLen
+  maxTokens: number; // >= 0 (0: prefill only, for prompt logprobs); the engine also stops at maxModelLen
   n: number; // choices: forked after prefill, sharing the prompt's KV blocks (copy-on-write)
   temperature: number; // 0 = greedy
   topP: number; // (0, 1]
@@ -27,6 +27,27 @@ export interface EngineRequest {
   stopTokenIds: Int32Array; // generation ends after emitting one of these (eos ids unless ignore_eos)
   minTokens?: number; // default 0; stop ids are banned from sampling (and end nothing) while a choice has fewer outputs
   logprobs: number; // -1: none; k >= 0: the chosen token's logprob plus the top-k alternatives
+  /** -1 / absent: none; k >= 0: each prompt token's logprob (from the 2nd), rank and top-k, computed in
+   * the prefill (such a prompt skips the prefix cache: every position's logits are needed). */
+  promptLogprobs?: number;
+}
+
+/** Prompt logprobs computed in one step (choice 0's output): prompt tokens start.. start+count-1. */
+export interface StepPromptLogprobs {
+  start: number; // >= 1: the first prompt token has no logprob
+  logprobs: Float32Array; // per token
+  ranks: Int32Array; // per token: 1 + tokens with a larger logit
+  topIds: Int32Array; // per token, k each
+  topLogprobs: Float32Array;
+}
+
+/** A request's phases on the engine's clock (vLLM's intervals), seconds; on its last output. */
+export interface RequestTimingNative {
+  queue: number; // submit → first scheduled
+  prefill: number; // first scheduled → first token
+  decode: number; // first → last token
+  inference: number; // first scheduled → last token
+  preemptions: number;
 }
 
 export const enum Finish {
@@ -50,6 +71,8 @@ export interface StepOutput {
   promptTokens: number;
   cachedTokens: number; // prompt tokens served from the prefix cache
   error?: string;
+  prompt?: StepPromptLogprobs;
+  timing?: RequestTimingNative;
 }
 
 export interface EngineStatsNative {
@@ -71,6 +94,15 @@ export interface EngineStatsNative {
   stepTimeMs: number; // last step
   lastStepTokens: number; // tokens computed in the last step (prefill chunks + decodes)
   lastStepSeqs: number; // sequences in the last step
+  /** Tokens computed per step (vllm:iteration_tokens_total): bucket bounds, cumulative counts. */
+  iterationTokens?: HistogramSnapshot;
+}
+
+export interface HistogramSnapshot {
+  bounds: number[];
+  counts: number[]; // cumulative: steps with at most bounds[i]
+  count: number;
+  sum: number;
 }
 
 export interface EngineOptions {

@@ -53,6 +53,8 @@ export interface EngineHostOptions {
   now?: () => number;
   /** Stage marks (sc.tokenized, sc.submitted, eng.step, sc.step, sc.detok); default none. */
   tracer?: Tracer;
+  /** vllm:cache_config_info's labels, as the sidecar sized the KV cache. */
+  cacheConfig?: Record<string, string>;
 }
 
 export class EngineHost implements EngineClient, PushBackend {
@@ -178,6 +180,8 @@ export class EngineHost implements EngineClient, PushBackend {
       maxWaiting: s.maxWaiting,
       fairPreemptions: s.fairPreemptions,
       paused: this.pausedCount,
+      ...(s.iterationTokens ? { iterationTokens: s.iterationTokens } : {}),
+      ...(this.opts.cacheConfig ? { cacheConfig: this.opts.cacheConfig } : {}),
     };
   }
 
@@ -185,13 +189,16 @@ export class EngineHost implements EngineClient, PushBackend {
     return this.opts.model;
   }
 
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
+  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }> {
     try {
       const size = textSize({ text: req.prompt, messages: req.messages });
       checkTextSize(size, req.messages ? 'messages' : 'prompt');
       const pool = this.opts.tokenizePool;
       const tokens = pool && offThread(size) ? await pool.tokenize(req, size.chars) : this.opts.bundle.tokenize(req).tokens;
-      return { tokens, maxModelLen: this.opts.model.maxModelLen };
+      if (!req.returnTokenStrs) return { tokens, maxModelLen: this.opts.model.maxModelLen };
+      // The tokenizer's pieces (transformers' convert_ids_to_tokens), as vLLM's return_token_strs.
+      const tokenStrs = tokens.map((id) => this.opts.bundle.tokenizer.idToToken(id) ?? '');
+      return { tokens, maxModelLen: this.opts.model.maxModelLen, tokenStrs };
     } catch (err) {
       if (err instanceof EngineError) throw err;
       throw new EngineError('INVALID_REQUEST', (err as Error).message, req.messages ? 'messages' : 'prompt');
@@ -280,6 +287,8 @@ export class EngineHost implements EngineClient, PushBackend {
         logprobs: req.sampling.logprobs,
         eosStops: new Set(req.sampling.ignoreEos ? [] : bundle.eosIds),
         submittedAt: this.now(),
+        maxTokens,
+        ...(req.sampling.promptLogprobs != null ? { promptLogprobs: { ids, k: req.sampling.promptLogprobs } } : {}),
       },
       bundle,
       emit,

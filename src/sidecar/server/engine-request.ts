@@ -37,6 +37,7 @@ export function toEngineRequest(
     stopTokenIds: Int32Array.from(stop),
     minTokens: s.minTokens ?? 0,
     logprobs: s.logprobs ?? -1,
+    ...(s.promptLogprobs != null ? { promptLogprobs: s.promptLogprobs } : {}),
   };
 }
 

@@ -11,11 +11,12 @@
 //  - Length / Abort / Error pass through; on every end but a stop string the held-back text is flushed.
 // emit never waits: a slow consumer cannot stall the step loop; it is paused by flow control instead.
 
-import type { ChoiceDelta, EngineEvent, FinishReason } from '../../protocol/engine-client.js';
+import type { ChoiceDelta, EngineEvent, EngineTiming, FinishReason } from '../../protocol/engine-client.js';
 import { eventUnits, streamWindow } from '../../protocol/flow.js';
 import { Finish, type StepOutput } from '../engine/native-engine.js';
 import type { IncrementalDetokenizer, TokenizerBundle } from '../tokenizer/index.js';
 import { tokenLogprob } from './logprobs.js';
+import { PromptLogprobCollector } from './prompt-logprobs.js';
 
 interface ChoiceState {
   detok: IncrementalDetokenizer;
@@ -38,6 +39,10 @@ export interface LiveRequestInit {
   /** eos ids that were stop ids for this request (stopReason null), i.e. none when ignore_eos. */
   eosStops: ReadonlySet<number>;
   submittedAt: number; // ms
+  /** The request asked for prompt logprobs (k alternatives): the prompt's ids, to name each token. */
+  promptLogprobs?: { ids: readonly number[]; k: number };
+  /** max_tokens as the engine runs it (reported on `done`). */
+  maxTokens?: number;
 }
 
 export class LiveRequest {
@@ -52,6 +57,8 @@ export class LiveRequest {
   private firstOutputAt: number | null = null;
   private firstToken: number | null = null;
   private ended = false;
+  private engineTiming: EngineTiming | undefined;
+  private readonly promptLps: PromptLogprobCollector | null;
 
   constructor(
     readonly init: LiveRequestInit,
@@ -65,6 +72,8 @@ export class LiveRequest {
       finish: null,
       engineRunning: true,
     }));
+    const p = init.promptLogprobs;
+    this.promptLps = p ? new PromptLogprobCollector(p.ids, p.k, bundle.tokenizer) : null;
   }
 
   /** When the first token arrived (the host's clock), or null. */
@@ -101,11 +110,15 @@ export class LiveRequest {
       if (!c) continue; // an index we never asked for: ignore rather than crash the step
       if (o.finish !== Finish.None) c.engineRunning = false;
       this.cached = Math.max(this.cached, o.cachedTokens);
+      if (o.timing) this.engineTiming = o.timing;
+      if (o.prompt) this.promptLps?.add(o.prompt);
+      if (o.tokens.length === 0 && o.finish === Finish.None) continue; // prompt logprobs alone
       if (c.finish !== null) continue; // finished by a stop string: the engine's late tokens are dropped
       if (o.tokens.length > 0) this.firstToken ??= now;
       deltas.push(this.step(o, c));
     }
-    if (deltas.length > 0) this.push({ type: 'delta', choices: deltas });
+    const promptLogprobs = this.promptLps?.take() ?? null;
+    if (deltas.length > 0 || promptLogprobs) this.push(promptLogprobs ? { type: 'delta', choices: deltas, promptLogprobs } : { type: 'delta', choices: deltas });
     if (this.choices.every((c) => c.finish !== null)) this.finish(now);
   }
 
@@ -193,7 +206,9 @@ export class LiveRequest {
         queued: ((this.firstOutputAt ?? now) - s) / 1000,
         ttft: this.firstToken === null ? null : (this.firstToken - s) / 1000,
         e2e: (now - s) / 1000,
+        ...(this.engineTiming ? { engine: { ...this.engineTiming } } : {}),
       },
+      ...(this.init.maxTokens !== undefined ? { maxTokens: this.init.maxTokens } : {}),
     });
   }
 }

@@ -18,7 +18,7 @@ export function promptIds(p: Prompt, bundle: TokenizerBundle, vocabSize: number)
   try {
     if (p.kind === 'tokens') ids = p.ids;
     else if (p.kind === 'text') ids = bundle.encodePrompt(p.text);
-    else ids = bundle.encodeChat(p.messages, { addGenerationPrompt: p.addGenerationPrompt });
+    else ids = bundle.encodeChat(p.messages, { addGenerationPrompt: p.addGenerationPrompt, continueFinalMessage: p.continueFinalMessage ?? false });
   } catch (err) {
     // Template failures (raise_exception in a template, content it rewrites) are the request's fault.
     throw new EngineError('INVALID_REQUEST', (err as Error).message, promptParam(p));
@@ -37,8 +37,9 @@ export function promptIds(p: Prompt, bundle: TokenizerBundle, vocabSize: number)
  * that leave no room, with vLLM's message (clients and tests match on its wording).
  */
 export function completionBudget(p: Prompt, promptTokens: number, maxTokens: number | null, maxModelLen: number): number {
-  if (maxTokens !== null && (!Number.isInteger(maxTokens) || maxTokens < 1)) {
-    throw new EngineError('INVALID_REQUEST', `max_tokens must be at least 1, got ${maxTokens}`, 'max_tokens');
+  // 0: prefill only (the gateway allows it where the prompt's logprobs are the answer, as vLLM's echo).
+  if (maxTokens !== null && (!Number.isInteger(maxTokens) || maxTokens < 0)) {
+    throw new EngineError('INVALID_REQUEST', `max_tokens must not be negative, got ${maxTokens}`, 'max_tokens');
   }
   if (promptTokens >= maxModelLen || (maxTokens !== null && promptTokens + maxTokens > maxModelLen)) {
     const param = promptParam(p);

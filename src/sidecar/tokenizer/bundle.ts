@@ -53,7 +53,15 @@ export class TokenizerBundle {
 
   /** Chat → ids. Template markers become control ids; message content never does (injection-safe). */
   encodeChat(messages: readonly TemplateMessage[], opts: ChatOptions = {}): number[] {
-    return this.tokenizer.encodeSegments(this.template.renderSegments(messages, opts));
+    const segments = this.template.renderSegments(messages, opts);
+    // continue_final_message, as transformers does it: the render is cut right after the final
+    // message's content (its closing markers and anything after them dropped).
+    if (opts.continueFinalMessage) {
+      let last = segments.length - 1;
+      while (last >= 0 && segments[last]!.parseSpecial) last--;
+      segments.length = last + 1;
+    }
+    return this.tokenizer.encodeSegments(segments);
   }
 
   /** A completion prompt → ids. Special-token strings in it are parsed, as vLLM's completions do. */

@@ -67,9 +67,13 @@ export interface TextSegment {
 export interface TemplateMessage {
   role: string;
   content: string;
+  name?: string;
 }
 
 export interface ChatOptions {
   /** End the render with the assistant prefix (the template's add_generation_prompt). Default true. */
   addGenerationPrompt?: boolean;
+  /** End the render right after the final message's content, left open so generation continues it
+   * (transformers' continue_final_message; encodeChat only). Default false. */
+  continueFinalMessage?: boolean;
 }
