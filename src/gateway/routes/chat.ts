@@ -7,7 +7,7 @@
 //  - `prompt_logprobs` (not with stream, as vLLM) and `return_token_ids` (`prompt_token_ids` at the
 //    top, `token_ids` per choice).
 
-import type { ChatMessage, PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
+import type { PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
 import { readJsonBody } from '../body.js';
 import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
