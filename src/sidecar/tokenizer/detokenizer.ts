@@ -98,10 +98,12 @@ export class IncrementalDetokenizer {
   pushToken(id: number): string {
     if (this.stoppedBy !== null) return '';
     const p = this.tokenizer.streamPiece(id);
+    const within = ++this.pushed <= this.minTokens; // as push(): min_tokens' text is never matched
     if (p === null || (this.skipSpecial && this.tokenizer.specialIds.has(id))) return '';
     let text: string;
     if (typeof p === 'number') text = this.pushByte(p);
     else text = this.pendingLen > 0 ? this.dropPending() + p : p;
+    if (within) return text;
     return text.length === 0 ? '' : this.release(text, false);
   }
 

@@ -45,7 +45,12 @@ describe.skipIf(!HAVE_CHROMIUM)('chat page (Chromium)', () => {
     expect(srv!.engine.submitted).toHaveLength(0);
 
     const lengths = recordLengths(p);
+    // Steps held until the reply's bubble is on the page, so the recorder sees the reply from its start
+    // however slowly the page runs (the first length it records is then the empty bubble's).
+    const started = srv!.engine.holdSteps();
     await p.keyboard.press('Enter');
+    await p.waitForSelector('.msg.assistant[data-state="streaming"]');
+    started();
     await p.waitForFunction(() => ([...document.querySelectorAll('.msg.assistant .md')].pop()?.textContent?.length ?? 0) > 110);
     // Held a third of the way in, so the mid-stream checks cannot race the stream's end.
     const release = srv!.engine.holdSteps();

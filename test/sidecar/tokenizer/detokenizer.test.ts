@@ -82,6 +82,11 @@ describe.each(['sentencepiece', 'hf-json'] as const)('%s', (kind) => {
     // A stream that ends within min_tokens flushes its text without matching.
     const short = b().newDetokenizer({ stop: ['爽'], minTokens: ids.length });
     expect(short.push(ids.slice(0, upTo('爽'))).text + short.flush()).toBe('金风送爽');
+    // The per-token path (pushToken, the sidecar's) gives the same text and the same stop.
+    const t = b().newDetokenizer({ stop: ['叶', '露'], minTokens: within });
+    let text = '';
+    for (const id of ids) text += t.pushToken(id);
+    expect({ text, stop: t.stop }).toEqual({ text: '金风送爽叶纷飞，玉', stop: '露' });
   });
 
   it('the earliest stop wins; nothing after it is ever released', () => {
