@@ -57,8 +57,10 @@ describe('bench serve against ernie-edge serve', () => {
       expect(warm).toBeGreaterThan(0);
       expect(warm).toBeLessThanOrEqual(16);
       if (stream) {
+        // ITL is checked against the foreign server (foreign.test.ts), whose chunking is fixed: ours merges
+        // the deltas of a reader that fell behind (src/protocol/flow.ts), so on a busy host a short reply
+        // may arrive in one chunk and have no inter-token gap at all.
         expect(json.levels[1]!.ttftMs!.p50).toBeLessThan(json.levels[1]!.e2elMs!.p50);
-        expect(json.levels[1]!.itlMs).not.toBeNull();
       }
       expect(json.levels[0]!.peakInFlight).toBe(1);
       const tput = svgPoints(svg).filter((p) => p.series === 'output tok/s');
