@@ -85,6 +85,13 @@ describe('ernie-edge serve under connection abuse (fake engine)', () => {
       await victimStream(base, pid, 20); // warm: the victim's code paths are compiled
       for (let i = 0; i < 20; i++) await (await fetch(`${base}${route}`)).text();
       const baseline = rssMiB(pid);
+      // The same victim with no attack, on this host now: the bounds below are the larger of the issue's
+      // 200 ms and 4x what this host shows undisturbed (a loaded CI host's own gaps can pass 200 ms; the
+      // attack before the fix froze the victim for seconds, far beyond either).
+      const calm = await victimStream(base, pid, 150);
+      const calmProbe = performance.now();
+      expect((await fetch(`${base}/health`)).status).toBe(200);
+      const calmProbeMs = performance.now() - calmProbe;
 
       const attack = neverReads(port, Buffer.from(`GET ${route} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(100_000)));
       await attack.written; // 3.8 MB in the kernel's buffers and the gateway's hands
@@ -95,8 +102,8 @@ describe('ernie-edge serve under connection abuse (fake engine)', () => {
       attack.socket.destroy();
 
       expect(victim.frames).toBeGreaterThan(10);
-      expect(victim.maxGapMs).toBeLessThan(MAX_GAP_MS);
-      expect(probeMs).toBeLessThan(MAX_GAP_MS);
+      expect(victim.maxGapMs).toBeLessThan(Math.max(MAX_GAP_MS, 4 * calm.maxGapMs));
+      expect(probeMs).toBeLessThan(Math.max(MAX_GAP_MS, 4 * calmProbeMs));
       expect(victim.peakRssMiB - baseline).toBeLessThan(MAX_RSS_GROWTH_MIB);
     });
   }
