@@ -5,10 +5,8 @@
 set -uo pipefail
 out=${1:-/tmp/gpu-prof}
 mkdir -p "$out"
-source .gpu/setup.sh
-tar -xJf .gpu/nm.tar.xz
-mkdir -p native/build/Release && cp .gpu/ernie_native.node native/build/Release/
-bash native/cuda/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+# shellcheck source=bench/gpu-prepare.sh
+source bench/gpu-prepare.sh
 run() { # name, profile mode, args...
   local name=$1 mode=$2; shift 2
   ERNIE_CUDA_PROFILE=$mode timeout 200 node --import tsx bench/gpu-profile.ts "$@" > "$out/$name.log" 2>&1

@@ -5,13 +5,8 @@
 set -uo pipefail
 out=${1:-/tmp/gpu-out}
 mkdir -p "$out"
-source .gpu/setup.sh
-nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv | tee "$out/nvidia-smi.txt"
-tar -xJf .gpu/nm.tar.xz
-mkdir -p native/build/Release && cp .gpu/ernie_native.node native/build/Release/
-t0=$(date +%s)
-bash native/cuda/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"; tail -2 "$out/build.log"
+# shellcheck source=bench/gpu-prepare.sh
+source bench/gpu-prepare.sh
 timeout 300 node node_modules/vitest/vitest.mjs run test/engine/cuda.test.ts test/engine/device.test.ts > "$out/tests.log" 2>&1
 echo "tests exit $?"; grep -E "\[cuda\]|×|FAIL|Error|expected" "$out/tests.log" | head -70; tail -6 "$out/tests.log"
 [ "${TESTS_ONLY:-0}" = 1 ] && exit 0

@@ -13,14 +13,8 @@ mkdir -p "$out"
 cpu=0
 for a in "$@"; do [ "$a" = cpu ] && cpu=1; done
 if [ "$cpu" = 0 ]; then
-  # shellcheck disable=SC1091
-  source .gpu/setup.sh
-  nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv | tee "$out/nvidia-smi.txt"
-  tar -xJf .gpu/nm.tar.xz
-  mkdir -p native/build/Release && cp .gpu/ernie_native.node native/build/Release/
-  t0=$(date +%s)
-  bash native/cuda/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-  echo "build: $(( $(date +%s) - t0 )) s"; tail -2 "$out/build.log"
+  # shellcheck source=bench/gpu-prepare.sh
+  source bench/gpu-prepare.sh
 fi
 t0=$(date +%s)
 timeout "${SERVE_GPU_TIMEOUT:-360}" node --import tsx bench/serve-gpu.ts "$out" "$@" > "$out/serve-gpu.log" 2>&1

@@ -5,9 +5,7 @@
 set -uo pipefail
 out=${1:-/tmp/ttft-out}
 mkdir -p "$out"
-source .gpu/setup.sh
-tar -xJf .gpu/nm.tar.xz
-mkdir -p native/build/Release && cp .gpu/ernie_native.node native/build/Release/
-bash native/cuda/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+# shellcheck source=bench/gpu-prepare.sh
+source bench/gpu-prepare.sh
 SERVE_ARGS='--device cuda --dtype bfloat16 --max-num-seqs 512' DIRECT=1 N=16 MAX_TOKENS=64 OUT="$out/ttft.json" \
   timeout 120 node --import tsx bench/ttft-stages.ts 2>&1 | tee "$out/ttft.log" | grep -v '^\s*{'
