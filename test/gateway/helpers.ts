@@ -1,5 +1,7 @@
 // Shared helpers for gateway tests: an app over the fake engine, JSON/SSE request helpers.
-import { expect } from 'vitest';
+import { serve, type ServerType } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { createApp, type CreateAppOptions } from '../../src/gateway/app.js';
 import { FakeEngineClient, type FakeEngineClientOptions } from '../doubles/fake-engine-client.js';
 
@@ -61,3 +63,24 @@ export async function expectError(res: Response, status: number) {
 }
 
 export const sortedKeys = (o: object) => Object.keys(o).sort();
+
+/**
+ * Serves `env`'s app on a free 127.0.0.1 port for the file's tests (vitest beforeAll/afterAll), as
+ * the SDK tests need a real URL. `url()` is the base URL with `/v1`, valid once beforeAll has run.
+ */
+export function listenForFile(env: ReturnType<typeof setup>): { url: () => string } {
+  let server: ServerType;
+  let url = '';
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => {
+      server = serve({ fetch: env.handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
+        url = `http://127.0.0.1:${info.port}/v1`;
+        resolve();
+      });
+    });
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: () => url };
+}

@@ -1,29 +1,14 @@
 // The official openai SDK against the app served on an ephemeral loopback port (@hono/node-server).
-import { serve, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/protocol/engine-client.js';
-import { MODEL, setup } from './helpers.js';
+import { listenForFile, MODEL, setup } from './helpers.js';
 
 const KEY = 'sk-test-key';
-let server: ServerType;
-let baseURL: string;
 const env = setup({ apiKey: KEY });
+const listening = listenForFile(env);
 
-beforeAll(async () => {
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: env.handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
-      baseURL = `http://127.0.0.1:${info.port}/v1`;
-      resolve();
-    });
-  });
-});
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
-
-const client = () => new OpenAI({ apiKey: KEY, baseURL, maxRetries: 0 });
+const client = () => new OpenAI({ apiKey: KEY, baseURL: listening.url(), maxRetries: 0 });
 const messages = [{ role: 'user' as const, content: '你好' }];
 
 describe('openai SDK 6.x', () => {
@@ -69,7 +54,7 @@ describe('openai SDK 6.x', () => {
 
   it('errors arrive as the SDK error classes', async () => {
     await expect(client().chat.completions.create({ model: MODEL, messages, temperature: 5 })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
-    await expect(new OpenAI({ apiKey: 'wrong', baseURL, maxRetries: 0 }).models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(new OpenAI({ apiKey: 'wrong', baseURL: listening.url(), maxRetries: 0 }).models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
     await expect(client().chat.completions.create({ model: 'gpt-4o', messages })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     env.engine.failNext(new EngineError('QUEUE_FULL', 'busy'));
     const rl = await client().chat.completions.create({ model: MODEL, messages }).catch((e: unknown) => e);

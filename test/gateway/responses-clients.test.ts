@@ -3,31 +3,16 @@
 // event sequence, previous_response_id, retrieve, delete) and the AI SDK's default `openai(model)`
 // provider, which calls the Responses API (generateText, streamText).
 import { createOpenAI } from '@ai-sdk/openai';
-import { serve, type ServerType } from '@hono/node-server';
 import { generateText, streamText } from 'ai';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL, setup } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { listenForFile, MODEL, setup } from './helpers.js';
 
 const KEY = 'sk-test-key';
-let server: ServerType;
-let baseURL: string;
 const env = setup({ apiKey: KEY });
+const listening = listenForFile(env);
 
-beforeAll(async () => {
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: env.handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
-      baseURL = `http://127.0.0.1:${info.port}/v1`;
-      resolve();
-    });
-  });
-});
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
-
-const client = () => new OpenAI({ apiKey: KEY, baseURL, maxRetries: 0 });
+const client = () => new OpenAI({ apiKey: KEY, baseURL: listening.url(), maxRetries: 0 });
 const lastPrompt = () => {
   const p = env.engine.submitted.at(-1)!.prompt;
   if (p.kind !== 'chat') throw new Error('expected a chat prompt');
@@ -101,7 +86,7 @@ describe('openai-node: responses', () => {
 });
 
 describe("the AI SDK's default openai(model) provider (Responses API)", () => {
-  const openai = () => createOpenAI({ baseURL, apiKey: KEY });
+  const openai = () => createOpenAI({ baseURL: listening.url(), apiKey: KEY });
 
   it('generateText', async () => {
     const before = await responsesServed();
