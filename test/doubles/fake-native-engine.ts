@@ -298,6 +298,7 @@ export class FakeNativeEngine implements NativeEngine {
       for (let k = 0; k < Math.min(Math.max(owed, 1), FIXED_PACE_CATCH_UP) && !this.closed; k++) {
         this.paceSteps++;
         this.step();
+        this.notePeaks();
       }
       if (busy()) this.schedule();
       else this.paceSteps = 0; // idle: the next request starts a new cadence
