@@ -78,7 +78,27 @@ export interface SubmitRequest {
   n: number;
   /** Return the prompt's token ids and text (for echo and usage). */
   echo: boolean;
+  /** Structured output: every choice's tokens are constrained to this grammar (absent: unconstrained). */
+  constraint?: Constraint;
 }
+
+/**
+ * A grammar every generated token must keep valid (xgrammar compiles it in the sidecar). `param` names
+ * the request field it came from, so a compile error becomes a 400 that says where.
+ * - json_schema: `schema` is the JSON text of a JSON Schema; json_object: any JSON object;
+ * - regex: a regular expression the whole output matches; choice: exactly one of the strings;
+ * - grammar: EBNF (xgrammar's dialect, root rule `root`);
+ * - structural_tag: the JSON text of xgrammar's structural tag format (free text with triggered,
+ *   constrained tags: how tool calls under tool_choice auto are constrained).
+ */
+export type Constraint = { param: string } & (
+  | { kind: 'json_schema'; schema: string }
+  | { kind: 'json_object' }
+  | { kind: 'regex'; pattern: string }
+  | { kind: 'choice'; choices: string[] }
+  | { kind: 'grammar'; ebnf: string }
+  | { kind: 'structural_tag'; tag: string }
+);
 
 export interface TokenLogprob {
   tokenId: number;

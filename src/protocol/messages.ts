@@ -88,7 +88,15 @@ const sampling = z.object({
   skipSpecialTokens: z.boolean(),
   promptLogprobs: int.nullable().optional(),
 });
-export const submitRequestSchema = z.object({ id: z.string(), prompt, sampling, n: int, echo: z.boolean() });
+const constraint = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('json_schema'), param: z.string(), schema: z.string() }),
+  z.object({ kind: z.literal('json_object'), param: z.string() }),
+  z.object({ kind: z.literal('regex'), param: z.string(), pattern: z.string() }),
+  z.object({ kind: z.literal('choice'), param: z.string(), choices: z.array(z.string()) }),
+  z.object({ kind: z.literal('grammar'), param: z.string(), ebnf: z.string() }),
+  z.object({ kind: z.literal('structural_tag'), param: z.string(), tag: z.string() }),
+]);
+export const submitRequestSchema = z.object({ id: z.string(), prompt, sampling, n: int, echo: z.boolean(), constraint: constraint.optional() });
 const topEntry = z.object({ tokenId: int, token: z.string(), bytes: z.array(int), logprob: num });
 const tokenLogprob = topEntry.extend({ top: z.array(topEntry) });
 const promptLogprob = topEntry.extend({ logprob: num.nullable(), rank: int.nullable(), top: z.array(topEntry) });
@@ -288,6 +296,7 @@ export function constantTimeEqual(a: string, b: string): boolean {
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 function assertSame<T extends true>(): T | void {}
 assertSame<Same<z.infer<typeof submitRequestSchema>['prompt'], SubmitRequest['prompt']>>();
+assertSame<Same<z.infer<typeof submitRequestSchema>['constraint'], SubmitRequest['constraint']>>();
 assertSame<Same<Omit<z.infer<typeof submitRequestSchema>['sampling'], 'logitBias'>, Omit<SubmitRequest['sampling'], 'logitBias'>>>();
 assertSame<Same<z.infer<typeof engineEventSchema>, EngineEvent>>();
 assertSame<Same<z.infer<typeof statsSchema>, EngineStats>>();

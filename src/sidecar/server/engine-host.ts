@@ -238,6 +238,8 @@ export class EngineHost implements EngineClient, PushBackend {
     };
     refuseIfClosing();
     if (this.byId.has(req.id) || this.admitting.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
+    // Until the grammar engine is in, a constrained request is refused rather than run unconstrained.
+    if (req.constraint) throw new EngineError('INVALID_REQUEST', 'structured output is not supported by this engine', req.constraint.param);
     const { bundle, model } = this.opts;
     const size = promptSize(req.prompt);
     const param = promptParam(req.prompt);
