@@ -16,7 +16,11 @@ import { badRequest } from './errors.js';
 /** Nesting limit of a schema (objects and arrays of the JSON text), so the walk and the converter stay shallow. */
 export const MAX_SCHEMA_DEPTH = 64;
 
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', '$comment', '$schema']);
+// Annotations: no effect on validation (draft 2020-12 makes the content* keywords annotations too).
+const ANNOTATIONS = new Set([
+  'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', '$comment', '$schema',
+  'contentEncoding', 'contentMediaType', 'contentSchema',
+]);
 const DEFINITIONS = ['$defs', 'definitions'] as const;
 
 const NUMERIC = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];

@@ -21,7 +21,7 @@ describe('checkJsonSchema accepts what the grammar engine enforces', () => {
   it.each<[string, unknown]>([
     ['the 200 seeded random schemas', randomSchemas(1, 200)],
     ['true and {}', [true, {}]],
-    ['annotations anywhere', { title: 't', description: 'd', $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'string', default: 'x', examples: ['x'], 'x-vendor': 1 }],
+    ['annotations anywhere', { title: 't', description: 'd', $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'string', default: 'x', examples: ['x'], 'x-vendor': 1, contentMediaType: 'text/plain' }],
     ['$defs and a local $ref (recursive)', { $defs: { node: { type: 'object', properties: { next: { anyOf: [{ $ref: '#/$defs/node' }, { type: 'null' }] } } } }, $ref: '#/$defs/node' }],
     ['definitions and #', { definitions: { a: { type: 'integer' } }, type: 'object', properties: { a: { $ref: '#/definitions/a' }, self: { $ref: '#' } } }],
     ['nullable via a type list', { type: ['string', 'null'], maxLength: 4 }],
