@@ -5,7 +5,8 @@
 //  - vLLM's older top-level guided_json, guided_regex, guided_choice, guided_grammar (+ guided_decoding_backend).
 // At most one source per request (a 400 otherwise). `param` names the field the constraint came from,
 // so a compile error in the sidecar becomes a 400 that says where. JSON Schemas are checked first by
-// ./json-schema-check.ts (keywords the engine would not enforce are refused).
+// ./json-schema-check.ts (keywords the engine would not enforce are refused); length-bounded strings
+// go to the engine as JSON-safe patterns (./json-schema-strings.ts).
 // response_format's name, description and strict are labels: the schema is always enforced exactly
 // and nothing is added to the prompt (as vLLM).
 
@@ -13,6 +14,7 @@ import { z } from 'zod';
 import type { Constraint } from '../protocol/engine-client.js';
 import { badRequest } from './errors.js';
 import { checkJsonSchema } from './json-schema-check.js';
+import { jsonSafeStrings } from './json-schema-strings.js';
 
 /** Characters of a schema's JSON text, a structural tag, a grammar: bounds what one request makes the sidecar compile. */
 export const MAX_SCHEMA_CHARS = 64 * 1024;
@@ -94,7 +96,7 @@ function jsonSchema(value: unknown, param: string): Constraint {
     }
   }
   checkJsonSchema(schema, param);
-  const text = JSON.stringify(schema);
+  const text = JSON.stringify(jsonSafeStrings(schema));
   if (text.length > MAX_SCHEMA_CHARS) throw badRequest(`${param}: the schema is ${text.length} characters of JSON; the limit is ${MAX_SCHEMA_CHARS}`, param);
   return { kind: 'json_schema', schema: text, param };
 }
