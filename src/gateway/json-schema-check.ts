@@ -12,6 +12,7 @@
 // applies `minLength` to strings only) and are accepted.
 
 import { badRequest } from './errors.js';
+import { jsonUnsafeConstruct } from './json-pattern-check.js';
 
 /** Nesting limit of a schema (objects and arrays of the JSON text), so the walk and the converter stay shallow. */
 export const MAX_SCHEMA_DEPTH = 64;
@@ -224,8 +225,17 @@ class Walk {
     }
     if ('pattern' in node) {
       if (typeof node.pattern !== 'string') this.failKeyword(pointer, 'pattern', 'must be a string');
+      this.jsonSafe(node.pattern, pointer, 'pattern');
       const other = ['minLength', 'maxLength'].find((k) => k in node);
       if (other) this.failKeyword(pointer, other, "is ignored by the grammar engine next to 'pattern'; bound the length in the pattern instead");
+    }
+  }
+
+  /** A pattern whose matches the engine writes into JSON strings unescaped (./json-pattern-check.ts). */
+  private jsonSafe(pattern: string, pointer: string, keyword: string): void {
+    const unsafe = jsonUnsafeConstruct(pattern);
+    if (unsafe !== null) {
+      this.failKeyword(pointer, keyword, `can match '"', '\\' or a control character through ${JSON.stringify(unsafe)}, which the grammar engine writes into the JSON string unescaped; exclude them (e.g. [^"\\\\\\x00-\\x1f] instead of .)`);
     }
   }
 
@@ -249,7 +259,10 @@ class Walk {
       if (!(key in node)) continue;
       const map = node[key];
       if (!isObj(map)) this.failKeyword(pointer, key, 'must be an object of schemas');
-      for (const [name, sub] of Object.entries(map)) this.schema(sub, `${pointer}/${key}/${escape(name)}`, depth + 2);
+      for (const [name, sub] of Object.entries(map)) {
+        if (key === 'patternProperties') this.jsonSafe(name, `${pointer}/patternProperties`, name);
+        this.schema(sub, `${pointer}/${key}/${escape(name)}`, depth + 2);
+      }
     }
     if ('required' in node && (!Array.isArray(node.required) || node.required.some((r) => typeof r !== 'string'))) {
       this.failKeyword(pointer, 'required', 'must be an array of property names');
