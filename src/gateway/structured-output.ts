@@ -95,9 +95,10 @@ function jsonSchema(value: unknown, param: string): Constraint {
       throw badRequest(`${param}: not valid JSON`, param);
     }
   }
+  const size = JSON.stringify(schema)?.length ?? 0; // the client's schema, before jsonSafeStrings lengthens it
+  if (size > MAX_SCHEMA_CHARS) throw badRequest(`${param}: the schema is ${size} characters of JSON; the limit is ${MAX_SCHEMA_CHARS}`, param);
   checkJsonSchema(schema, param);
   const text = JSON.stringify(jsonSafeStrings(schema));
-  if (text.length > MAX_SCHEMA_CHARS) throw badRequest(`${param}: the schema is ${text.length} characters of JSON; the limit is ${MAX_SCHEMA_CHARS}`, param);
   return { kind: 'json_schema', schema: text, param };
 }
 
