@@ -29,6 +29,10 @@ void Engine::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+constexpr float kGreedyTemperature = 1e-5f;
+}  // namespace
+
 std::string Engine::submit(RequestSpec r) {
   const int V = runner_->config().vocab_size, bs = kv_.block_size();
   const int P = int(r.prompt.size());
@@ -46,6 +50,11 @@ std::string Engine::submit(RequestSpec r) {
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
       !(r.repetition_penalty > 0) || r.min_tokens < 0)
     return "invalid sampling parameters";
+  // NOTE: a temperature below kGreedyTemperature is greedy, as 0 is (vLLM's _SAMPLING_EPS; the gateway
+  // applies the same rule, src/gateway/sampling.ts). The samplers divide logits by it in fp32, where a
+  // subnormal temperature overflows the quotient and the draw becomes noise: applied here, no client of
+  // the engine protocol can reach them with one.
+  if (r.temperature < kGreedyTemperature) r.temperature = 0.0f;
   if (int64_t(P) + r.max_tokens > cfg_.max_model_len)
     return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
            " in the prompt + " + std::to_string(r.max_tokens) + " to generate), more than max_model_len " +
