@@ -14,6 +14,7 @@ Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_ke
       sched_(kv_,
              SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
       sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())), seed_rng_(cfg.seed) {
+  runner_->reserve(cfg.max_num_batched_tokens);  // a step's scratch is part of the footprint at load
   publish_stats(0, 0, 0);
   thread_ = std::thread([this] { loop(); });
 }
