@@ -2,10 +2,10 @@
 // flags), with the victim's longest chunk gap for each and, with PROFILE=DIR, V8 CPU profiles of every
 // thread of the gateway and the sidecar (`--cpu-prof`) and their longest busy stretches (./stalls.ts).
 //
-//   node --import tsx bench/abuse/gap.ts [idle|tokenize|chat|messages ...]   (default: all four)
+//   node --import tsx bench/abuse/gap.ts [idle|burn|tokenize|chat|messages ...]   (default: all)
 //   PROFILE=/tmp/prof node --import tsx bench/abuse/gap.ts chat
 //
-// Rows: idle (3 s, the host's own noise), tokenize (4 x /tokenize of a 4 MB prompt), chat (2 x a chat
+// Rows: idle (3 s, the host's own noise), burn (20 s of one core busy in another process), tokenize (4 x /tokenize of a 4 MB prompt), chat (2 x a chat
 // of one 4 MB message: a 400 before tokenizing), messages (2 x /tokenize of a 4,096-message chat).
 // Prints one JSON object per row; the gaps are comparable within one run only (same host, same load).
 import { spawn } from 'node:child_process';
@@ -23,6 +23,10 @@ const BIG = 'The quick brown fox jumps over the lazy dog; 0123456789. '.repeat(4
 
 const ROWS: Record<string, (base: string) => Promise<unknown>> = {
   idle: () => new Promise((r) => setTimeout(r, 3000)),
+  // The control for tokenize: one core kept busy by another process for 20 s, no request at all (the
+  // tokenizer worker keeps a core busy for as long as the tokenize row runs).
+  burn: () =>
+    new Promise((resolve) => spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' }).once('exit', resolve)),
   tokenize: (base) => {
     const body = JSON.stringify({ model: MODEL, prompt: BIG });
     return Promise.all(Array.from({ length: 4 }, async () => (await drain(await postJson(base, '/tokenize', body))).bytes));
