@@ -20,6 +20,8 @@ export type SamplingFields = Pick<
 /**
  * A temperature below this means greedy, as 0 does: vLLM's _SAMPLING_EPS. The engine divides logits by
  * the temperature in fp32, where 1e-39…1e-44 are subnormal: the quotient overflowed and sampled noise.
+ * The native engine applies the same floor at submit (native/src/engine/engine.cc), for clients of the
+ * engine protocol that do not come through this gateway.
  */
 export const GREEDY_TEMPERATURE = 1e-5;
 

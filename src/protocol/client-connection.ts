@@ -5,11 +5,12 @@
 
 import { EngineError, type ModelInfo } from './engine-client.js';
 import { EventQueue } from './event-queue.js';
-import { FrameDecoder } from './framing.js';
+import { FrameDecoder, writeParts } from './framing.js';
 import {
   callResultSchemas,
   decodeMessage,
-  encodeMessage,
+  packedResultSchemas,
+  encodeMessageParts,
   PROTOCOL_VERSION,
   type Message,
   type MessageBody,
@@ -83,7 +84,7 @@ export class ClientConnection {
   async send<T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> {
     if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
     try {
-      await this.transport.write(encodeMessage(type, body, this.maxFrameBytes));
+      await writeParts((b) => this.transport.write(b), encodeMessageParts(type, body, this.maxFrameBytes));
     } catch (err) {
       throw err instanceof EngineError ? err : dead(err);
     }
@@ -148,6 +149,16 @@ export class ClientConnection {
         }
         const parsed = callResultSchemas[pending.type].safeParse(msg.body.result);
         if (parsed.success) pending.resolve(parsed.data);
+        else pending.reject(new EngineError('INTERNAL', `malformed ${pending.type} reply from engine`));
+        return;
+      }
+      case 'REPLY_IDS': {
+        const pending = this.calls.get(msg.body.cid);
+        if (!pending) return;
+        this.calls.delete(msg.body.cid);
+        // The ids are typed by their encoding; the rest is checked as any reply is.
+        const parsed = pending.type === 'TOKENIZE' ? packedResultSchemas.TOKENIZE.safeParse(msg.body.result) : null;
+        if (parsed?.success) pending.resolve({ ...parsed.data, tokens: msg.body.ids });
         else pending.reject(new EngineError('INTERNAL', `malformed ${pending.type} reply from engine`));
         return;
       }

@@ -221,6 +221,16 @@ export interface TokenizeRequest {
   returnTokenStrs?: boolean;
 }
 
+export interface TokenizeResult {
+  /**
+   * The ids. An Int32Array where they came packed (the engine protocol's REPLY_IDS) or from the
+   * sidecar's tokenizer pool: millions of them are never turned into a JS array on the way.
+   */
+  tokens: number[] | Int32Array;
+  maxModelLen: number;
+  tokenStrs?: string[];
+}
+
 /**
  * The sidecar's bounded store of Responses API responses (`store`, `previous_response_id`, GET/DELETE
  * /v1/responses/{id}): opaque JSON strings by response id, least recently used dropped first past its
@@ -251,7 +261,7 @@ export interface EngineClient {
   health(): Promise<Health>;
   stats(): Promise<EngineStats>;
   model(): Promise<ModelInfo>;
-  tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }>;
+  tokenize(req: TokenizeRequest): Promise<TokenizeResult>;
   detokenize(tokens: number[]): Promise<{ prompt: string }>;
   /** Absent where the engine keeps no responses (then `store` / `previous_response_id` are refused). */
   readonly responses?: ResponseStore;

@@ -16,6 +16,7 @@ import {
   type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
+  type TokenizeResult,
 } from './engine-client.js';
 import { ClientConnection, HandshakeRefusedError, type CallType } from './client-connection.js';
 import { EventQueue } from './event-queue.js';
@@ -149,8 +150,9 @@ export class FramedEngineClient implements EngineClient {
     return conn.model!;
   }
 
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
-    return (await this.call('TOKENIZE', { req }, true)) as { tokens: number[]; maxModelLen: number };
+  /** Asks for the ids packed (REPLY_IDS): they arrive as an Int32Array, from an older sidecar as an array. */
+  async tokenize(req: TokenizeRequest): Promise<TokenizeResult> {
+    return (await this.call('TOKENIZE', { req, packed: true }, true)) as TokenizeResult;
   }
 
   async detokenize(tokens: number[]): Promise<{ prompt: string }> {

@@ -25,14 +25,45 @@ export class FrameError extends Error {
 }
 
 export function encodeFrame(type: number, payload: Uint8Array, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array {
-  if (!Number.isInteger(type) || type < 0 || type > 0xff) throw new FrameError(`bad frame type ${type}`);
-  if (payload.length > maxFrameBytes) {
-    throw new FrameError(`frame of ${payload.length} bytes exceeds the ${maxFrameBytes}-byte limit`);
-  }
+  const header = frameHeader(type, payload.length, maxFrameBytes);
   const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  out[0] = type;
-  new DataView(out.buffer).setUint32(1, payload.length, false);
+  out.set(header);
   out.set(payload, FRAME_HEADER_BYTES);
+  return out;
+}
+
+/** Payloads past this are written as header and payload (two writes), not copied into one frame. */
+export const SPLIT_FRAME_BYTES = 64 * 1024;
+
+/**
+ * The frame as the buffers to write in order: one (header and payload together) for small payloads;
+ * for large ones the header, then the payload itself. NOTE: copying a multi-megabyte payload into a
+ * frame buffer was a whole pass of its own on the thread that serves every stream.
+ */
+export function encodeFrameParts(type: number, payload: Uint8Array, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array[] {
+  if (payload.length <= SPLIT_FRAME_BYTES) return [encodeFrame(type, payload, maxFrameBytes)];
+  return [frameHeader(type, payload.length, maxFrameBytes), payload];
+}
+
+/**
+ * Writes a frame's parts in order, all in this synchronous stretch so nothing comes between them;
+ * settles as the last write does (an earlier part's failure is that one's too).
+ */
+export function writeParts(write: (bytes: Uint8Array) => Promise<void>, parts: Uint8Array[]): Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  for (const part of parts) {
+    last.catch(() => undefined);
+    last = write(part);
+  }
+  return last;
+}
+
+function frameHeader(type: number, length: number, maxFrameBytes: number): Uint8Array {
+  if (!Number.isInteger(type) || type < 0 || type > 0xff) throw new FrameError(`bad frame type ${type}`);
+  if (length > maxFrameBytes) throw new FrameError(`frame of ${length} bytes exceeds the ${maxFrameBytes}-byte limit`);
+  const out = new Uint8Array(FRAME_HEADER_BYTES);
+  out[0] = type;
+  new DataView(out.buffer).setUint32(1, length, false);
   return out;
 }
 

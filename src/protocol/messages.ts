@@ -7,7 +7,11 @@
 //
 //   client → server: HELLO, SUBMIT, ABORT, CREDIT, STATS, HEALTH, MODEL, TOKENIZE, DETOKENIZE,
 //                    RESPONSE_PUT, RESPONSE_GET, RESPONSE_DELETE (the sidecar's ResponseStore)
-//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), STEP, REPLY (per cid)
+//   server → client: HELLO_OK | HELLO_ERR (exactly one, first), STEP, REPLY or REPLY_IDS (per cid)
+//
+// REPLY_IDS answers a TOKENIZE that asked for `packed` ids: the result's `tokens` travel as int32 after
+// the JSON (./packed-ids.ts), not as a JSON array. A server that predates it ignores `packed` and
+// answers REPLY, which clients still accept; so the protocol version is unchanged.
 //
 // STEP carries the events of every stream of the connection that one engine step (or one batch of
 // admissions) produced, as vLLM's per-step engine outputs: one frame per step per connection, not one
@@ -27,7 +31,8 @@ import type {
   SubmitRequest,
   TokenizeRequest,
 } from './engine-client.js';
-import { encodeFrame, FrameError, type Frame } from './framing.js';
+import { encodeFrame, encodeFrameParts, FrameError, type Frame } from './framing.js';
+import { packIds, unpackIds } from './packed-ids.js';
 
 /** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
 export const PROTOCOL_VERSION = 2;
@@ -50,6 +55,7 @@ export const MsgType = {
   RESPONSE_GET: 0x26,
   RESPONSE_DELETE: 0x27,
   REPLY: 0x30,
+  REPLY_IDS: 0x31,
 } as const;
 export type MsgTypeName = keyof typeof MsgType;
 
@@ -187,7 +193,7 @@ export const messageSchemas = {
   STATS: z.object({ cid }),
   HEALTH: z.object({ cid }),
   MODEL: z.object({ cid }),
-  TOKENIZE: z.object({ cid, req: tokenizeRequestSchema }),
+  TOKENIZE: z.object({ cid, req: tokenizeRequestSchema, packed: z.boolean().optional() }),
   DETOKENIZE: z.object({ cid, tokens: z.array(int) }),
   RESPONSE_PUT: z.object({ cid, id: z.string(), value: z.string() }),
   RESPONSE_GET: z.object({ cid, id: z.string() }),
@@ -196,6 +202,8 @@ export const messageSchemas = {
     z.object({ cid, ok: z.literal(true), result: z.unknown() }),
     z.object({ cid, ok: z.literal(false), error: wireErrorSchema }),
   ]),
+  // `ids` is the packed tail of the frame, not part of its JSON.
+  REPLY_IDS: z.object({ cid, ok: z.literal(true), result: z.record(z.string(), z.unknown()), ids: z.custom<Int32Array>((v) => v instanceof Int32Array) }),
 } satisfies Record<MsgTypeName, z.ZodType>;
 
 export type MessageBody<T extends MsgTypeName> = z.infer<(typeof messageSchemas)[T]>;
@@ -214,6 +222,8 @@ export const callResultSchemas = {
   RESPONSE_GET: z.string().nullable(),
   RESPONSE_DELETE: z.boolean(),
 } as const;
+/** A REPLY_IDS result: its call's result schema without `tokens`, which travel packed. Only TOKENIZE asks for it. */
+export const packedResultSchemas = { TOKENIZE: tokenizeResultSchema.omit({ tokens: true }) } as const;
 
 const typeByByte = new Map<number, MsgTypeName>(
   (Object.entries(MsgType) as [MsgTypeName, number][]).map(([name, byte]) => [byte, name]),
@@ -222,20 +232,35 @@ const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeMessage<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array {
-  return encodeFrame(MsgType[type], utf8Encoder.encode(JSON.stringify(body)), maxFrameBytes);
+  return encodeFrame(MsgType[type], payloadOf(type, body), maxFrameBytes);
+}
+
+/** The message as the buffers to write in order (framing.ts's encodeFrameParts: large payloads are not copied). */
+export function encodeMessageParts<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array[] {
+  return encodeFrameParts(MsgType[type], payloadOf(type, body), maxFrameBytes);
+}
+
+function payloadOf<T extends MsgTypeName>(type: T, body: MessageBody<T>): Uint8Array {
+  if (type === 'REPLY_IDS') {
+    const { ids, ...rest } = body as MessageBody<'REPLY_IDS'>;
+    return packIds(utf8Encoder.encode(JSON.stringify(rest)), ids);
+  }
+  return utf8Encoder.encode(JSON.stringify(body));
 }
 
 /** Decodes and validates one frame. Throws ProtocolError for unknown types, bad UTF-8/JSON or schema misses. */
 export function decodeMessage(frame: Frame): Message {
   const type = typeByByte.get(frame.type);
   if (type === undefined) throw new ProtocolError(`unknown message type 0x${frame.type.toString(16)}`);
+  const packed = type === 'REPLY_IDS' ? unpackIds(frame.payload) : null;
   let json: unknown;
   try {
-    json = JSON.parse(utf8Decoder.decode(frame.payload));
+    json = JSON.parse(utf8Decoder.decode(packed ? packed.json : frame.payload));
   } catch {
     throw new ProtocolError(`${type}: payload is not UTF-8 JSON`);
   }
   if (type === 'STEP') return { type, body: checkStep(json) };
+  if (packed) json = { ...(json as object), ids: packed.ids };
   const parsed = messageSchemas[type].safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -18,12 +18,13 @@
 // - When the connection closes, every request it started is aborted in the backend (a gateway that
 //   died must not leave KV blocks allocated).
 
-import { EngineError, type EngineClient, type ResponseStore, type SubmitRequest } from './engine-client.js';
-import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from './framing.js';
+import { EngineError, type EngineClient, type ResponseStore, type SubmitRequest, type TokenizeResult } from './engine-client.js';
+import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError, writeParts, type Frame } from './framing.js';
 import {
   constantTimeEqual,
   decodeMessage,
   encodeMessage,
+  encodeMessageParts,
   PROTOCOL_VERSION,
   type Message,
   type MessageBody,
@@ -42,6 +43,8 @@ export type EngineBackend = Omit<EngineClient, 'close'> & Partial<PushBackend>;
 export const PRE_AUTH_MAX_FRAME_BYTES = 4096;
 /** The longest shared secret HELLO can carry under PRE_AUTH_MAX_FRAME_BYTES (the CLI refuses longer ones). */
 export const MAX_SECRET_BYTES = 1024;
+/** Frames past this size are each handled on an event-loop turn of their own (see `inbox` below). */
+export const LARGE_FRAME_BYTES = 256 * 1024;
 /** A client sends HELLO as soon as it is connected; this bounds a peer that connects and says nothing. */
 export const DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS = 5_000;
 
@@ -84,7 +87,7 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     });
   const send = async <T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> => {
     if (closed) return; // the peer is gone; nobody is left to tell
-    await write(encodeMessage(type, body, maxFrameBytes));
+    await writeParts(write, encodeMessageParts(type, body, maxFrameBytes));
   };
   const track = (task: Promise<void>) => {
     const t = task.catch(report).finally(() => tasks.delete(t));
@@ -113,26 +116,49 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
     }
   };
 
-  transport.onData((chunk) => {
-    const at = tracer?.now();
+  // Frames received and not yet handled, in arrival order. NOTE: after a large frame (a multi-megabyte
+  // prompt: whole-payload passes to decode and check) the rest wait for a later event-loop turn, so the
+  // I/O that arrived meanwhile (the engine's steps for other streams, their credit) runs between two
+  // such frames instead of after all of them (issue #26). Order is kept.
+  const inbox: { frame: Frame; at?: number }[] = [];
+  let resumeQueued = false;
+  const handleInbox = () => {
+    resumeQueued = false;
     try {
-      for (const frame of decoder.push(chunk)) {
-        const msg = decodeMessage(frame);
+      for (let next = inbox.shift(); next && !closed; next = inbox.shift()) {
+        const msg = decodeMessage(next.frame);
         if (tracer && msg.type === 'SUBMIT') {
-          tracer.mark(msg.body.req.id, 'sc.recv', at);
+          tracer.mark(msg.body.req.id, 'sc.recv', next.at);
           tracer.mark(msg.body.req.id, 'sc.decoded');
         }
         handle(msg);
+        if (next.frame.payload.length > LARGE_FRAME_BYTES) {
+          resumeQueued = true;
+          setTimeout(handleInbox, 0);
+          return;
+        }
       }
     } catch (err) {
       report(err);
       transport.close();
     }
+  };
+  transport.onData((chunk) => {
+    const at = tracer?.now();
+    try {
+      for (const frame of decoder.push(chunk)) inbox.push({ frame, at });
+    } catch (err) {
+      report(err);
+      transport.close();
+      return;
+    }
+    if (!resumeQueued) handleInbox();
   });
   transport.onClose(() => {
     closed = true;
     clearTimeout(handshakeTimer);
     outbox = [];
+    inbox.length = 0;
     for (const [id, stream] of active) {
       stream.abort();
       track(backend.abort(id));
@@ -181,8 +207,13 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
         return reply(msg.body.cid, backend.health());
       case 'MODEL':
         return reply(msg.body.cid, backend.model());
-      case 'TOKENIZE':
-        return reply(msg.body.cid, backend.tokenize(msg.body.req));
+      case 'TOKENIZE': {
+        const { cid, req, packed } = msg.body;
+        const result = backend.tokenize(req);
+        if (packed) return replyIds(cid, result);
+        // An array for a client that did not ask for packed ids (JSON would turn an Int32Array into an object).
+        return reply(cid, result.then((r) => (r.tokens instanceof Int32Array ? { ...r, tokens: Array.from(r.tokens) } : r)));
+      }
       case 'DETOKENIZE':
         return reply(msg.body.cid, backend.detokenize(msg.body.tokens));
       case 'RESPONSE_PUT':
@@ -212,10 +243,26 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   }
 
   function reply(cid: number, result: Promise<unknown>): void {
+    answer(cid, result.then((value) => () => send('REPLY', { cid, ok: true, result: value })));
+  }
+
+  function replyIds(cid: number, result: Promise<TokenizeResult>): void {
+    answer(
+      cid,
+      result.then(({ tokens, ...rest }) => () => send('REPLY_IDS', { cid, ok: true, result: rest, ids: tokens instanceof Int32Array ? tokens : Int32Array.from(tokens) })),
+    );
+  }
+
+  /**
+   * Sends a call's answer; a failure, or an answer that cannot be sent (a reply past the frame limit),
+   * becomes an error REPLY, so the caller is never left waiting.
+   */
+  function answer(cid: number, sending: Promise<() => Promise<void>>): void {
+    const fail = (err: unknown) => send('REPLY', { cid, ok: false, error: toWireError(err) });
     track(
-      result.then(
-        (value) => send('REPLY', { cid, ok: true, result: value }),
-        (err: unknown) => send('REPLY', { cid, ok: false, error: toWireError(err) }),
+      sending.then(
+        (sendIt) => sendIt().catch((err: unknown) => fail(err instanceof FrameError ? new EngineError('INVALID_REQUEST', `the reply is too large for the engine protocol: ${err.message}`) : err)),
+        fail,
       ),
     );
   }

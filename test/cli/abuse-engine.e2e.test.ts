@@ -9,7 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { GOLDEN } from '../engine/helpers.js';
-import { CliProcess, pollStatus, removeTempDirs, sseFrames, tempDir } from './process-helpers.js';
+import { drain, postJson, victimGap as victimGapOf } from '../../bench/abuse/victim.js';
+import { CliProcess, pollStatus, removeTempDirs, tempDir } from './process-helpers.js';
 
 const MODEL = 'tiny';
 let proc: CliProcess;
@@ -22,67 +23,8 @@ async function metric(name: string): Promise<number> {
   return Number(line.split(' ').at(-1));
 }
 
-/** body: an object, or JSON already serialized (so that a 4 MB body costs this process nothing in a measured window). */
-const post = (p: string, body: unknown, signal?: AbortSignal) =>
-  fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), signal });
-
-/** Reads a body to its end without parsing it (a 6 MB JSON parse here would stall this process's own clock). */
-async function drain(res: Response): Promise<{ bytes: number; head: string }> {
-  const reader = res.body!.getReader();
-  let bytes = 0;
-  let head = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return { bytes, head };
-    if (bytes === 0) head = new TextDecoder().decode(value.slice(0, 200));
-    bytes += value.length;
-  }
-}
-
-/**
- * Greedy streams, one after another, for as long as `during` runs (one stream of max_model_len tokens
- * may end before the attack does). Returns the longest gap between consecutive chunks while `during`
- * ran (across stream boundaries too: a new stream's first chunk comes after its request went through
- * the same event loops), and the number of chunks in that window.
- */
-async function victimGap<T>(during: () => Promise<T>): Promise<{ gapMs: number; chunks: number; result: T }> {
-  const ac = new AbortController();
-  const stream = async function* () {
-    while (!ac.signal.aborted) {
-      const res = await post('/v1/completions', { model: MODEL, prompt: 'Once upon a time', max_tokens: 1900, temperature: 0, ignore_eos: true, stream: true }, ac.signal);
-      expect(res.status).toBe(200);
-      yield* sseFrames(res);
-    }
-  };
-  const frames = stream();
-  await frames.next(); // the stream is under way
-  let window = false;
-  let last = 0;
-  let gapMs = 0;
-  let chunks = 0;
-  const reading = (async () => {
-    try {
-      for await (const _ of frames) {
-        const now = performance.now();
-        if (window) {
-          gapMs = Math.max(gapMs, now - last);
-          chunks++;
-        }
-        last = now;
-      }
-    } catch {
-      // aborted below
-    }
-  })();
-  last = performance.now();
-  window = true;
-  const result = await during();
-  window = false;
-  gapMs = Math.max(gapMs, performance.now() - last); // a stall still open at the end counts too
-  ac.abort();
-  await reading;
-  return { gapMs, chunks, result };
-}
+const post = (p: string, body: unknown, signal?: AbortSignal) => postJson(base, p, body, signal);
+const victimGap = <T>(during: () => Promise<T>) => victimGapOf(base, MODEL, during);
 
 beforeAll(async () => {
   const dir = tempDir('ernie-abuse-');
@@ -115,11 +57,12 @@ describe('the sidecar event loop never stalls streams', () => {
     console.log(`[abuse] victim's longest gap with no attack: ${idleGap.toFixed(1)} ms`);
   }, 60_000);
 
-  // NOTE: the tokenizing runs in the sidecar's worker pool; what still stalls the event loops here is
-  // the reply: millions of ids as a JSON array in the engine protocol's REPLY frame (stringified in the
-  // sidecar, parsed and validated in the gateway) and again in the HTTP body. This test asserts the
-  // answers and reports the gap; the bound is asserted for the sidecar alone
-  // (test/sidecar/server/tokenize-pool.test.ts) until the protocol carries ids packed.
+  // NOTE: the gap is reported, not bounded. The tokenizing runs in the sidecar's worker pool, the ids
+  // come back packed (REPLY_IDS) and the HTTP answer is written in slices; large bodies and frames take
+  // each whole-body pass on an event-loop turn of its own (src/gateway/turns.ts, serve-engine.ts). What
+  // is left on a shared 2-core runner is mostly the host's own scheduling (the tokenizer worker takes a
+  // core for the whole attack): bench/abuse/gap.ts measures it beside an idle row and profiles every
+  // thread; the sidecar's own bound is asserted in tokenize-pool.test.ts.
   it('4 concurrent /tokenize of a 4 MB prompt: all answered (the victim gap is reported)', async () => {
     const bigTokenize = JSON.stringify({ model: MODEL, prompt: BIG });
     const { gapMs, chunks, result } = await victimGap(() =>
@@ -137,8 +80,7 @@ describe('the sidecar event loop never stalls streams', () => {
     expect(chunks).toBeGreaterThan(0);
   }, 300_000);
 
-  // NOTE: as above, the e2e gap is reported, not bounded: on a shared 2-core runner it exceeded 200 ms
-  // above idle in this window; the sidecar's own bound is asserted in tokenize-pool.test.ts.
+  // NOTE: as above, the gap is reported, not bounded (bench/abuse/gap.ts, rows chat and messages).
   it('4 MB chat contents end in a 400 before any tokenizing, and 4,096-message chats are answered', async () => {
     const big = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: BIG }], max_tokens: 4 });
     const many = JSON.stringify({ model: MODEL, messages: Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` })) });

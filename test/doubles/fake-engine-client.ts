@@ -19,6 +19,7 @@ import {
   type PromptLogprob,
   type SubmitRequest,
   type TokenizeRequest,
+  type TokenizeResult,
 } from '../../src/protocol/engine-client.js';
 import { completionBudget } from '../../src/sidecar/server/prompt.js';
 import { MemoryResponseStore } from '../../src/sidecar/server/response-store.js';
@@ -259,7 +260,7 @@ export class FakeEngineClient implements EngineClient {
     return this.info;
   }
 
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
+  async tokenize(req: TokenizeRequest): Promise<TokenizeResult> {
     this.checkAlive();
     const tokens = req.messages
       ? this.tokenizer.encode(this.tokenizer.applyChatTemplate(req.messages, req.addGenerationPrompt), req.addSpecialTokens)

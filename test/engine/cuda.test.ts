@@ -1,7 +1,7 @@
 // The CUDA backend (native/cuda/) against the same golden references as the CPU backend, against
 // the CPU backend itself, and through the batching engine. Needs a GPU and a built
 // libernie_cuda.so: elsewhere (CI) every test here is skipped with the reason printed.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import { defaultCudaLibrary } from '../../src/sidecar/model/device.js';
 import { loadModel, type LoadOptions } from '../../src/sidecar/model/load.js';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { GOLDEN, checkGreedy, comparableSteps, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
-import { TestEngine, TINY, randomTokens, request } from './engine-helpers.js';
+import { TestEngine, TINY, engineFixture, randomTokens, request } from './engine-helpers.js';
 import { Finish } from '../../src/sidecar/engine/native-engine.js';
 
 const lib = defaultCudaLibrary();
@@ -331,15 +331,8 @@ gpu('CUDA backend: formula-0.3b golden (real 0.3B shape)', () => {
 });
 
 gpu('CUDA backend through the batching engine', () => {
-  const open: TestEngine[] = [];
-  const engine = async (e: Parameters<typeof TestEngine.create>[0] = {}, l: LoadOptions = {}) => {
-    const t = await TestEngine.create(e, { ...CUDA, ...l });
-    open.push(t);
-    return t;
-  };
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((e) => e.close()));
-  });
+  const engine = engineFixture(CUDA);
+  const cpuEngine = engineFixture();
 
   it('greedy generation equals the HF reference on every tiny golden prompt, all at once', async () => {
     const e = await engine();
@@ -376,8 +369,7 @@ gpu('CUDA backend through the batching engine', () => {
     const batch = await together.run(reqs);
     expect(Math.max(...together.statsAfterStep.map((s) => s.lastStepSeqs))).toBeGreaterThan(32);
     const alone = await engine({}, { kvBlocks: 1024 });
-    const cpu = await TestEngine.create({ maxNumBatchedTokens: 512 }, { kvBlocks: 1024, threads: 4 });
-    open.push(cpu);
+    const cpu = await cpuEngine({ maxNumBatchedTokens: 512 }, { kvBlocks: 1024, threads: 4 });
     const onCpu = await cpu.run(reqs);
     // Logits differ with the batch around a row in the last bits (~1e-4 here: cuBLAS picks its
     // algorithm by the padded row count, decode partitions by the number of decode rows), so a
@@ -420,8 +412,7 @@ gpu('CUDA backend through the batching engine', () => {
       { id: 30 + i, prompt, maxTokens: 8, minTokens: 4, temperature: 0.8, seed: 5 + i, stopTokenIds: Int32Array.from([EOS]) },
     ]);
     const gpuRun = await (await engine({}, { kvBlocks: 256 })).run(reqs);
-    const cpu = await TestEngine.create({}, { kvBlocks: 256, threads: 4 });
-    open.push(cpu);
+    const cpu = await cpuEngine({}, { kvBlocks: 256, threads: 4 });
     const cpuRun = await cpu.run(reqs);
     let same = 0;
     for (const r of reqs) {
@@ -530,8 +521,7 @@ gpu('CUDA backend through the batching engine', () => {
     const reqs = tiny.prompts.map((p, i) => ({ id: i + 1, prompt: p.prompt, maxTokens: i % 2 ? 0 : 3, promptLogprobs: 3 }));
     const others = [{ id: 50, prompt: randomTokens(30, 4), maxTokens: 12 }];
     const onGpu = await engine({ maxNumBatchedTokens: 48 });
-    const onCpu = await TestEngine.create({ maxNumBatchedTokens: 48 }, { kvBlocks: 64, threads: 4 });
-    open.push(onCpu);
+    const onCpu = await cpuEngine({ maxNumBatchedTokens: 48 }, { kvBlocks: 64, threads: 4 });
     await Promise.all([onGpu.run([...others, ...reqs]), onCpu.run([...others, ...reqs])]);
     let worst = 0;
     let worstHf = 0;

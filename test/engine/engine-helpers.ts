@@ -1,5 +1,6 @@
 // Drives the native engine in tests: submit requests, collect per-choice tokens and finishes.
 import path from 'node:path';
+import { afterEach } from 'vitest';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
 import { createNativeEngine } from '../../src/sidecar/native.js';
@@ -105,6 +106,23 @@ export class TestEngine {
     this.closed = true;
     return this.engine.close();
   }
+}
+
+/**
+ * The engines a test file opens, each closed after its test: `const engine = engineFixture();` at the
+ * top of a file or describe (it registers that scope's afterEach), then `await engine(engineOpts, load)`.
+ * `load` is merged over `defaults` (e.g. the CUDA device for a whole describe).
+ */
+export function engineFixture(defaults: LoadOptions = {}): (engine?: Partial<EngineOptions>, load?: LoadOptions, dir?: string) => Promise<TestEngine> {
+  const open: TestEngine[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((e) => e.close()));
+  });
+  return async (engine = {}, load = {}, dir) => {
+    const e = await TestEngine.create(engine, { ...defaults, ...load }, dir);
+    open.push(e);
+    return e;
+  };
 }
 
 export function request(r: TestRequest): EngineRequest {

@@ -1,22 +1,14 @@
 // The batching engine on the tiny ERNIE checkpoint: golden greedy tokens, batch invariance,
 // seeded sampling, chunked prefill budgets, preemption, prefix caching, forks, aborts, refusals.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_LOGPROBS, MAX_N } from '../../src/protocol/limits.js';
 import { ENGINE_LIMITS, Finish } from '../../src/sidecar/engine/native-engine.js';
 import { loadModel } from '../../src/sidecar/model/load.js';
 import { readGolden } from './helpers.js';
-import { TestEngine, TINY, randomTokens, request } from './engine-helpers.js';
+import { TestEngine, TINY, engineFixture, randomTokens, request } from './engine-helpers.js';
 
 const golden = readGolden('tiny');
-const open: TestEngine[] = [];
-async function engine(...args: Parameters<typeof TestEngine.create>): Promise<TestEngine> {
-  const e = await TestEngine.create(...args);
-  open.push(e);
-  return e;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((e) => e.close()));
-});
+const engine = engineFixture();
 
 describe('engine: correctness', () => {
   it('greedy generation equals the HF reference on every tiny golden prompt, all at once', async () => {

@@ -2,21 +2,13 @@
 // min_tokens outputs its stop ids (eos included) get no probability and end nothing; afterwards they
 // stop it as usual. Each case would fail without it: the stop id is the greedy pick, or a logit bias of
 // +100 makes it the pick at every step.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Finish } from '../../src/sidecar/engine/native-engine.js';
 import { readGolden } from './helpers.js';
-import { TestEngine } from './engine-helpers.js';
+import { engineFixture } from './engine-helpers.js';
 
 const golden = readGolden('tiny');
-const open: TestEngine[] = [];
-async function engine(): Promise<TestEngine> {
-  const e = await TestEngine.create();
-  open.push(e);
-  return e;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((e) => e.close()));
-});
+const engine = engineFixture();
 
 const EOS = 2;
 const biasEos = { stopTokenIds: Int32Array.from([EOS]), logitBiasIds: Int32Array.from([EOS]), logitBiasValues: Float32Array.from([100]) };

@@ -1,19 +1,11 @@
 // The engine's paused state (flow control: src/protocol/flow.ts): a paused request keeps its KV blocks
 // and is left out of every step until resumed, the other requests run meanwhile, and a resumed request
 // yields the tokens it yields when never paused. The same scheduler serves the CPU and CUDA backends.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Finish } from '../../src/sidecar/engine/native-engine.js';
-import { TestEngine, randomTokens } from './engine-helpers.js';
+import { engineFixture, randomTokens } from './engine-helpers.js';
 
-const open: TestEngine[] = [];
-async function engine(...args: Parameters<typeof TestEngine.create>): Promise<TestEngine> {
-  const e = await TestEngine.create(...args);
-  open.push(e);
-  return e;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((e) => e.close()));
-});
+const engine = engineFixture();
 
 describe('engine: pause', () => {
   it('a paused request keeps its blocks and gets no tokens while others run; resumed, it yields its unpaused tokens', async () => {

@@ -1,7 +1,7 @@
 // readJsonBody's two reading paths: a declared content-length (the body is taken whole: the runtime's
 // fast path) and none (a stream pulled under the limit). Both enforce the same limit.
 import { describe, expect, it } from 'vitest';
-import { readJsonBody } from '../../src/gateway/body.js';
+import { jsonDepth, LARGE_BODY_BYTES, MAX_JSON_DEPTH, readJsonBody } from '../../src/gateway/body.js';
 import { ApiError } from '../../src/gateway/errors.js';
 
 const post = (body: BodyInit, headers: Record<string, string> = {}) =>
@@ -26,5 +26,74 @@ describe('readJsonBody', () => {
 
   it('a malformed content-length falls back to the limited stream read', async () => {
     expect(await readJsonBody(post('{"a":1}', { 'content-length': 'seven' }), 1000)).toEqual({ a: 1 });
+  });
+});
+
+/** The character-by-character scan jsonDepth replaced: the reference its results are checked against. */
+function depthByChars(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++;
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) max = Math.max(max, ++depth);
+    else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return max;
+}
+
+describe('jsonDepth', () => {
+  it('counts brackets outside strings only; escaped quotes and backslash runs do not end a string', () => {
+    const cases: [string, number][] = [
+      ['{}', 1],
+      ['{"a":[[1]]}', 3],
+      ['{"a":"[[[{{{"}', 1],
+      ['{"a":"x\\\\"}', 1], // the string ends after an escaped backslash
+      ['{"a":"\\\\"[[]]', 3],
+      ['{"a":"\\\\\\"[["}', 1], // an escaped backslash, then an escaped quote: still inside
+      ['["unterminated [[[', 1],
+      ['', 0],
+    ];
+    for (const [text, depth] of cases) {
+      expect(jsonDepth(text), text).toBe(depth);
+      expect(depthByChars(text), text).toBe(depth);
+    }
+  });
+
+  it('agrees with the character scan on 2,000 random strings of quotes, backslashes and brackets', () => {
+    let seed = 7;
+    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const alphabet = ['"', '\\', '[', ']', '{', '}', 'a', ','];
+    for (let n = 0; n < 2000; n++) {
+      const text = Array.from({ length: Math.floor(rnd() * 60) }, () => alphabet[Math.floor(rnd() * alphabet.length)]).join('');
+      expect(jsonDepth(text), text).toBe(depthByChars(text));
+    }
+  });
+});
+
+describe('readJsonBody of a large body', () => {
+  it('parses it the same, refuses deep nesting the same, and lets other tasks run between its passes', async () => {
+    const big = { prompt: 'x"\\y'.repeat(LARGE_BODY_BYTES / 2), max_tokens: 3 };
+    const json = JSON.stringify(big);
+    let passesBefore = 0;
+    let done = false;
+    // A timer chain running beside the read: it gets turns before the read has finished.
+    const ticker = (async () => {
+      while (!done) {
+        await new Promise((r) => setTimeout(r, 0));
+        if (!done) passesBefore++;
+      }
+    })();
+    const parsed = await readJsonBody(post(json, { 'content-length': String(json.length) }), 8 * LARGE_BODY_BYTES);
+    done = true;
+    await ticker;
+    expect(parsed).toEqual(big);
+    expect(passesBefore).toBeGreaterThanOrEqual(3);
+    const deep = `{"pad":"${'x'.repeat(LARGE_BODY_BYTES)}","a":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`;
+    expect(await status(readJsonBody(post(deep), 8 * LARGE_BODY_BYTES))).toBe(400);
   });
 });

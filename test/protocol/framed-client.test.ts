@@ -58,7 +58,7 @@ describe('FramedEngineClient over serveEngine', () => {
     expect((await client.health()).ready).toBe(true);
     expect((await client.stats()).kvBlocksTotal).toBe(1024);
     const t = await client.tokenize({ prompt: 'ab', addSpecialTokens: false, addGenerationPrompt: false });
-    expect(await client.detokenize(t.tokens)).toEqual({ prompt: 'ab' });
+    expect(await client.detokenize(Array.from(t.tokens))).toEqual({ prompt: 'ab' });
     await expect(client.detokenize([-5 + 10 ** 9])).rejects.toMatchObject({ code: 'INVALID_REQUEST', param: 'tokens' });
     engine.setReady(false);
     await expect(collect(client.stream(req('x')))).rejects.toMatchObject({ code: 'NOT_READY' });

@@ -38,6 +38,8 @@ const SAMPLES: Message[] = [
   { type: 'RESPONSE_DELETE', body: { cid: 9, id: 'resp_1' } },
   { type: 'REPLY', body: { cid: 6, ok: true, result: { prompt: 'hi' } } },
   { type: 'REPLY', body: { cid: 7, ok: false, error: { code: 'INTERNAL', message: 'x', param: null } } },
+  { type: 'TOKENIZE', body: { cid: 8, req: { prompt: 'hi', addSpecialTokens: true, addGenerationPrompt: false }, packed: true } },
+  { type: 'REPLY_IDS', body: { cid: 8, ok: true, result: { maxModelLen: 64 }, ids: Int32Array.from([1, -2, 3]) } },
 ];
 
 function encodeAll(): Uint8Array {

@@ -14,6 +14,7 @@ Engine::Engine(std::unique_ptr<IModelRunner> runner, const cpu::Kernels* host_ke
       sched_(kv_,
              SchedulerConfig{cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.prefill_batch, cfg.prefill_max_wait}),
       sampler_(host_kernels, runner_->config().vocab_size), scratch_(size_t(pool->size())), seed_rng_(cfg.seed) {
+  runner_->reserve(cfg.max_num_batched_tokens);  // a step's scratch is part of the footprint at load
   publish_stats(0, 0, 0);
   thread_ = std::thread([this] { loop(); });
 }
@@ -28,6 +29,10 @@ void Engine::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
+
+namespace {
+constexpr float kGreedyTemperature = 1e-5f;
+}  // namespace
 
 std::string Engine::submit(RequestSpec r) {
   const int V = runner_->config().vocab_size, bs = kv_.block_size();
@@ -46,6 +51,11 @@ std::string Engine::submit(RequestSpec r) {
   if (!(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || !(r.min_p >= 0 && r.min_p <= 1) || r.top_k < 0 ||
       !(r.repetition_penalty > 0) || r.min_tokens < 0)
     return "invalid sampling parameters";
+  // NOTE: a temperature below kGreedyTemperature is greedy, as 0 is (vLLM's _SAMPLING_EPS; the gateway
+  // applies the same rule, src/gateway/sampling.ts). The samplers divide logits by it in fp32, where a
+  // subnormal temperature overflows the quotient and the draw becomes noise: applied here, no client of
+  // the engine protocol can reach them with one.
+  if (r.temperature < kGreedyTemperature) r.temperature = 0.0f;
   if (int64_t(P) + r.max_tokens > cfg_.max_model_len)
     return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
            " in the prompt + " + std::to_string(r.max_tokens) + " to generate), more than max_model_len " +

@@ -36,6 +36,32 @@ ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights,
   scores_.resize(size_t(pool_->size()));
 }
 
+size_t ModelRunner::act_bytes(int T, int K, bool int8) const {
+  return int8 ? cpu::act8_bytes(T, K, precise_) : k_->act_bytes(T, K);
+}
+
+void ModelRunner::grow_scratch(int T) {
+  const size_t H = size_t(cfg_.hidden_size), I = size_t(cfg_.intermediate_size), QD = size_t(cfg_.q_dim());
+  const size_t KVD = size_t(cfg_.kv_dim()), D = size_t(cfg_.head_dim);
+  const std::pair<std::vector<float>*, size_t> bufs[] = {{&x_, H},       {&xn_, H},      {&q_, QD},   {&attn_, QD},
+                                                         {&k_new_, KVD}, {&v_new_, KVD}, {&gate_, I}, {&up_, I},
+                                                         {&tmp_, H},     {&rope_cs_, D}};
+  for (const auto& [v, width] : bufs)
+    if (v->size() < size_t(T) * width) v->resize(size_t(T) * width);
+}
+
+void ModelRunner::reserve(int T) {
+  grow_scratch(T);
+  // The GEMM input of the widest K a step multiplies (hidden, q_dim for o_proj, intermediate for down),
+  // in either layout when weights are int8 (the LM head may stay bf16).
+  size_t act = 0;
+  for (int K : {cfg_.hidden_size, cfg_.q_dim(), cfg_.intermediate_size}) {
+    act = std::max(act, act_bytes(T, K, false));
+    if (w_->quant.int8) act = std::max(act, act_bytes(T, K, true));
+  }
+  if (act_.size() < act) act_.resize(act);
+}
+
 void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>& fn) {
   const int tasks = (T + per_task - 1) / per_task;
   pool_->run(tasks, [&](int task, int) { fn(task * per_task, std::min(T, (task + 1) * per_task)); });
@@ -48,7 +74,7 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   a.K = K;
   a.Kp = int8 ? cpu::pad_k8(K) : cpu::pad_k(K);
   a.precise = precise_;
-  const size_t need = int8 ? cpu::act8_bytes(T, K, precise_) : k_->act_bytes(T, K);
+  const size_t need = act_bytes(T, K, int8);
   if (act_.size() < need) act_.resize(need);
   a.data = act_.data();
   rows(T, 16, [&](int m0, int m1) {
@@ -122,19 +148,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     }
     T += batch[i].n_tokens;
   }
-  auto grow = [](std::vector<float>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-  };
-  grow(x_, size_t(T) * H);
-  grow(xn_, size_t(T) * H);
-  grow(q_, size_t(T) * QD);
-  grow(attn_, size_t(T) * QD);
-  grow(k_new_, size_t(T) * KVD);
-  grow(v_new_, size_t(T) * KVD);
-  grow(gate_, size_t(T) * I);
-  grow(up_, size_t(T) * I);
-  grow(tmp_, size_t(T) * H);
-  grow(rope_cs_, size_t(T) * D);
+  grow_scratch(T);
 
   auto clk = Clock::now();
   prof_.steps++;

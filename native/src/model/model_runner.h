@@ -24,6 +24,7 @@ class ModelRunner : public IModelRunner {
 
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
+  void reserve(int max_tokens) override;
   const ModelConfig& config() const override { return cfg_; }
   int num_blocks() const override { return kv_->num_blocks(); }
   int block_size() const override { return kv_->block_size(); }
@@ -55,6 +56,8 @@ class ModelRunner : public IModelRunner {
   void gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs);
   void rows(int T, int per_task, const std::function<void(int, int)>& fn);  // fn(row_begin, row_end)
   void attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0);
+  void grow_scratch(int T);                         // the [T, ...] step buffers below, for a step of T rows
+  size_t act_bytes(int T, int K, bool int8) const;  // the prepared GEMM input of [T, K]
 
   ModelConfig cfg_;
   std::unique_ptr<ModelWeights> w_;

@@ -47,6 +47,10 @@ class IModelRunner {
   virtual bool has_device_sampling() const { return false; }
   virtual Status forward_sample(const std::vector<SeqSlice>& batch, const std::vector<DeviceSampling>& params,
                                 std::vector<int32_t>& tokens);
+  // Takes the per-step scratch a step of max_tokens tokens needs, now (called at load), so that the
+  // memory steps use is in RSS when the server is ready rather than grown into under load. A runner
+  // that sizes its buffers at load already (CUDA) has nothing to do.
+  virtual void reserve(int max_tokens) { (void)max_tokens; }
   // Copies whole KV blocks (all layers, K and V): copy-on-write after a fork.
   virtual Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) = 0;
 

@@ -1,12 +1,14 @@
 // POST /tokenize and POST /detokenize — vLLM's shapes:
 //   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?, return_token_strs?}
 //     → {count, max_model_len, tokens, token_strs (the tokenizer's pieces; only when asked)}
+//     (more than SLICE ids: the same JSON, written in slices: ../json-slices.ts)
 //   {model?, tokens} → {prompt}
 
 import { readJsonBody } from '../body.js';
 import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { badRequest } from '../errors.js';
+import { SLICE, slicedJsonBody, type SlicedArray } from '../json-slices.js';
 import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
 
 export function tokenizeHandler(deps: RouteDeps) {
@@ -23,7 +25,12 @@ export function tokenizeHandler(deps: RouteDeps) {
       ...(returnTokenStrs ? { returnTokenStrs } : {}),
     });
     if (returnTokenStrs && tokenStrs?.length !== tokens.length) throw new Error('the engine returned no token strings');
-    return c.json({ count: tokens.length, max_model_len: maxModelLen, tokens, ...(returnTokenStrs ? { token_strs: tokenStrs } : {}) });
+    const head = { count: tokens.length, max_model_len: maxModelLen };
+    if (tokens.length <= SLICE) return c.json({ ...head, tokens: Array.from(tokens), ...(returnTokenStrs ? { token_strs: tokenStrs } : {}) });
+    // Millions of ids: written in slices between other requests' I/O (./json-slices.ts).
+    const arrays: SlicedArray[] = [{ key: 'tokens', ids: tokens }];
+    if (returnTokenStrs) arrays.push({ key: 'token_strs', strings: tokenStrs! });
+    return c.body(slicedJsonBody(head, arrays), 200, { 'content-type': 'application/json' });
   };
 }
 

@@ -22,6 +22,7 @@ import {
   type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
+  type TokenizeResult,
 } from '../../protocol/engine-client.js';
 import { EventQueue } from '../../protocol/event-queue.js';
 import { eventUnits, nextCoalesced } from '../../protocol/flow.js';
@@ -229,7 +230,7 @@ export class EngineHost implements EngineClient, PushBackend {
     return this.opts.model;
   }
 
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number; tokenStrs?: string[] }> {
+  async tokenize(req: TokenizeRequest): Promise<TokenizeResult> {
     try {
       const size = textSize({ text: req.prompt, messages: req.messages });
       checkTextSize(size, req.messages ? 'messages' : 'prompt');
@@ -237,7 +238,7 @@ export class EngineHost implements EngineClient, PushBackend {
       const tokens = pool && offThread(size) ? await pool.tokenize(req, size.chars) : this.opts.bundle.tokenize(req).tokens;
       if (!req.returnTokenStrs) return { tokens, maxModelLen: this.opts.model.maxModelLen };
       // The tokenizer's pieces (transformers' convert_ids_to_tokens), as vLLM's return_token_strs.
-      const tokenStrs = tokens.map((id) => this.opts.bundle.tokenizer.idToToken(id) ?? '');
+      const tokenStrs = Array.from(tokens, (id) => this.opts.bundle.tokenizer.idToToken(id) ?? '');
       return { tokens, maxModelLen: this.opts.model.maxModelLen, tokenStrs };
     } catch (err) {
       if (err instanceof EngineError) throw err;

@@ -14,6 +14,7 @@ import {
   type StreamOptions,
   type SubmitRequest,
   type TokenizeRequest,
+  type TokenizeResult,
 } from '../../protocol/engine-client.js';
 import type { Emit, PushedStream } from '../../protocol/push-stream.js';
 import type { EngineBackend } from '../../protocol/serve-engine.js';
@@ -67,7 +68,7 @@ export class LoadingBackend implements EngineBackend {
   async model(): Promise<ModelInfo> {
     return this.get().model();
   }
-  async tokenize(req: TokenizeRequest): Promise<{ tokens: number[]; maxModelLen: number }> {
+  async tokenize(req: TokenizeRequest): Promise<TokenizeResult> {
     return this.get().tokenize(req);
   }
   async detokenize(tokens: number[]): Promise<{ prompt: string }> {

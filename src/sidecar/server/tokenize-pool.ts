@@ -38,7 +38,7 @@ export interface PoolReply {
 
 interface Pending {
   chars: number;
-  resolve: (ids: number[]) => void;
+  resolve: (ids: Int32Array) => void;
   reject: (e: Error) => void;
 }
 
@@ -79,11 +79,13 @@ export class TokenizePool {
     return this.pendingChars;
   }
 
-  encodePrompt(prompt: Prompt, chars: number): Promise<number[]> {
-    return this.run((id) => ({ id, op: 'prompt', prompt }), chars);
+  /** A prompt's ids as an array (the engine request is built from one). */
+  async encodePrompt(prompt: Prompt, chars: number): Promise<number[]> {
+    return toArray(await this.run((id) => ({ id, op: 'prompt', prompt }), chars));
   }
 
-  tokenize(req: TokenizeInput, chars: number): Promise<number[]> {
+  /** /tokenize's ids as they came from the worker: the engine protocol sends them packed (REPLY_IDS). */
+  tokenize(req: TokenizeInput, chars: number): Promise<Int32Array> {
     return this.run((id) => ({ id, op: 'tokenize', req }), chars);
   }
 
@@ -94,7 +96,7 @@ export class TokenizePool {
     await Promise.all(ws.map((w) => w.worker.terminate()));
   }
 
-  private run(job: (id: number) => PoolJob, chars: number): Promise<number[]> {
+  private run(job: (id: number) => PoolJob, chars: number): Promise<Int32Array> {
     if (this.closed) return Promise.reject(new EngineError('NOT_READY', 'the sidecar is shutting down'));
     if (this.pendingChars + chars > MAX_PENDING_CHARS) {
       return Promise.reject(new EngineError('QUEUE_FULL', 'too much text is waiting to be tokenized; retry later'));
@@ -102,7 +104,7 @@ export class TokenizePool {
     const w = this.workers.reduce((a, b) => (b.load() < a.load() ? b : a));
     const id = this.nextId++;
     this.pendingChars += chars;
-    return new Promise<number[]>((resolve, reject) => {
+    return new Promise<Int32Array>((resolve, reject) => {
       w.pending.set(id, { chars, resolve, reject });
       w.worker.postMessage(job(id));
     });
@@ -116,7 +118,7 @@ export class TokenizePool {
     if (reply.error) {
       const { code, message, param } = reply.error;
       p.reject(code ? new EngineError(code, message, param) : new Error(message));
-    } else toArray(reply.ids!).then(p.resolve, p.reject);
+    } else p.resolve(reply.ids!);
   }
 
   private fail(w: PoolWorker, e: Error): void {

@@ -254,7 +254,7 @@ describe('EngineHost lifetime', () => {
     expect(t).toEqual({ tokens: env.bundle.encodePrompt('你好'), maxModelLen: 256 });
     const m = await env.host.tokenize({ messages: [{ role: 'user', content: 'hi' }], addSpecialTokens: false, addGenerationPrompt: true });
     expect(m.tokens).toEqual(env.bundle.encodeChat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true }));
-    expect(await env.host.detokenize(t.tokens)).toEqual({ prompt: '你好' });
+    expect(await env.host.detokenize(Array.from(t.tokens))).toEqual({ prompt: '你好' });
     await expectCode(env.host.detokenize([103424]), 'INVALID_REQUEST', 'tokens');
     await expectCode(env.host.tokenize({ addSpecialTokens: true, addGenerationPrompt: true }), 'INVALID_REQUEST');
   });

@@ -1,0 +1,87 @@
+// The victim of the large-input attacks (issue #26): greedy streams against a running `serve`, one after
+// another, while an attack runs; measured by the longest gap between consecutive chunks. Shared by the
+// e2e test (test/cli/abuse-engine.e2e.test.ts) and the profiling run (bench/abuse/gap.ts).
+
+/** POST JSON; `body` may be serialized already (so that a 4 MB body costs the caller nothing in a measured window). */
+export const postJson = (base: string, p: string, body: unknown, signal?: AbortSignal) =>
+  fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), signal });
+
+/** Reads a body to its end without parsing it (a 6 MB JSON parse here would stall this process's own clock). */
+export async function drain(res: Response): Promise<{ bytes: number; head: string }> {
+  const reader = res.body!.getReader();
+  let bytes = 0;
+  let head = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return { bytes, head };
+    if (bytes === 0) head = new TextDecoder().decode(value.slice(0, 200));
+    bytes += value.length;
+  }
+}
+
+/** Reads an SSE body frame by frame. */
+async function* sseFrames(res: Response): AsyncGenerator<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      if (frame.startsWith('data: ')) yield frame.slice(6);
+    }
+  }
+}
+
+/**
+ * Greedy streams of `model`, one after another, for as long as `during` runs (one stream of
+ * `maxTokens` may end before the attack does). Returns the longest gap between consecutive chunks
+ * while `during` ran (across stream boundaries too: a new stream's first chunk comes after its request
+ * went through the same event loops), and the number of chunks in that window.
+ */
+export async function victimGap<T>(base: string, model: string, during: () => Promise<T>, maxTokens = 1900): Promise<{ gapMs: number; gapAtMs: number; chunks: number; result: T }> {
+  const ac = new AbortController();
+  const stream = async function* () {
+    while (!ac.signal.aborted) {
+      const res = await postJson(base, '/v1/completions', { model, prompt: 'Once upon a time', max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true }, ac.signal);
+      if (res.status !== 200) throw new Error(`the victim's request answered ${res.status}`);
+      yield* sseFrames(res);
+    }
+  };
+  const frames = stream();
+  await frames.next(); // the stream is under way
+  let window = false;
+  let last = 0;
+  let gapMs = 0;
+  let gapAtMs = 0; // when the longest gap ended, from the start of `during`
+  let start = 0;
+  let chunks = 0;
+  let failure: unknown = null;
+  const reading = (async () => {
+    try {
+      for await (const _ of frames) {
+        const now = performance.now();
+        if (window) {
+          if (now - last > gapMs) [gapMs, gapAtMs] = [now - last, now - start];
+          chunks++;
+        }
+        last = now;
+      }
+    } catch (e) {
+      if (!ac.signal.aborted) failure = e;
+    }
+  })();
+  last = start = performance.now();
+  window = true;
+  const result = await during();
+  window = false;
+  const end = performance.now();
+  if (end - last > gapMs) [gapMs, gapAtMs] = [end - last, end - start]; // a stall still open at the end counts too
+  ac.abort();
+  await reading;
+  if (failure) throw failure;
+  return { gapMs, gapAtMs, chunks, result };
+}
