@@ -1,4 +1,4 @@
-// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--label TEXT] [OUT.json]`
+// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [OUT.json]`
 // Structured output against free generation in the same run, through the sidecar's in-process path
 // (EngineHost + the grammar pool + the native engine; the embedded default model: ERNIE-4.5-0.3B's
 // shape, formula weights, the test tokenizer padded to the model's 103,424-row vocabulary):
@@ -56,7 +56,7 @@ const { dir } = await ensureDefaultModelDir({ weights: true });
 const bundle = await loadTokenizerBundle(dir);
 const ck = await readCheckpoint(dir);
 const vocabSize = ck.config.native.vocabSize;
-const workers = defaultGrammarWorkers();
+const workers = Number(flag('grammar-workers', String(defaultGrammarWorkers(device))));
 const pool = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds), workers, cacheSize: GRAMMAR_CACHE_SIZE });
 console.log(`[structured] ${device}, ${streams} streams x ${maxTokens} tokens, ${workers} grammar worker(s), vocabulary ${vocabSize}`);
 
