@@ -1,5 +1,6 @@
 // POST /v1/chat/completions — OpenAI chat completions over the engine, JSON or SSE.
-// Tools/response formats other than text are rejected by the schema. vLLM extensions:
+// response_format / structured_outputs / guided_* become the request's grammar constraint
+// (../structured-output.ts). vLLM extensions:
 //  - `echo`: the reply starts with the last message's content when that message has the reply's role
 //    (assistant, or with add_generation_prompt false the last message's own role);
 //  - `continue_final_message`: the final message is rendered open and the reply continues it (the
@@ -20,6 +21,7 @@ import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
 import { sseResponse, stallGuard } from '../sse.js';
+import { structuredConstraint } from '../structured-output.js';
 
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
@@ -44,6 +46,7 @@ export function chatHandler(deps: RouteDeps) {
       logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
       promptLogprobs: body.prompt_logprobs ?? null,
     });
+    const constraint = structuredConstraint(body, (body.tools?.length ?? 0) > 0 && body.tool_choice !== 'none');
     const returnTokenIds = body.return_token_ids === true;
     const echoText = body.echo === true ? echoedContent(body.messages, addGenerationPrompt) : '';
     const env: Envelope = { id: `chatcmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
@@ -58,6 +61,7 @@ export function chatHandler(deps: RouteDeps) {
       sampling,
       n,
       echo: returnTokenIds, // the prompt's ids come back on `accepted`
+      ...(constraint ? { constraint } : {}),
     };
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
