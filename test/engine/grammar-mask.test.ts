@@ -5,13 +5,13 @@
 // are those of the masked distribution; an abort wakes a step that waits for a mask; a failed row ends
 // its choice with an error; when the mask allows only stop ids the grammar wins over min_tokens.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Finish, type StepOutput } from '../../src/sidecar/engine/native-engine.js';
-import { allocateMasks, MASK_FAILED, maskRow, maskWords } from '../../src/sidecar/grammar/mask-layout.js';
+import { Finish } from '../../src/sidecar/engine/native-engine.js';
+import { allocateMasks, MASK_FAILED, maskWords } from '../../src/sidecar/grammar/mask-layout.js';
+import { Masks, pseudoSet } from './grammar-helpers.js';
 import { readGolden } from './helpers.js';
-import { request, TestEngine } from './engine-helpers.js';
+import { randomTokens, request, TestEngine } from './engine-helpers.js';
 
-const V = 2048;
-const W = maskWords(V);
+const W = maskWords(2048);
 const golden = readGolden('tiny');
 const prompt = golden.prompts[1]!.prompt;
 const open: TestEngine[] = [];
@@ -22,43 +22,6 @@ async function engine(): Promise<TestEngine> {
   const e = await TestEngine.create();
   open.push(e);
   return e;
-}
-
-/** A request's masks: `allowedAt(choice, step)` is the set its step-th token must come from. */
-class Masks {
-  readonly buf: Int32Array;
-  private readonly counts: number[];
-  hold = false; // while set, the next rows are not published (the engine must wait)
-  constructor(
-    readonly n: number,
-    readonly allowedAt: (choice: number, step: number) => number[],
-  ) {
-    this.buf = allocateMasks(n, W);
-    this.counts = Array.from({ length: n }, () => 0);
-    for (let i = 0; i < n; i++) this.publish(i);
-  }
-  publish(i: number): void {
-    const row = maskRow(this.buf, this.n, W, i);
-    row.fill(0);
-    for (const t of this.allowedAt(i, this.counts[i]!)) row[t >> 5]! |= 1 << (t & 31);
-    Atomics.store(this.buf, i, this.counts[i]!);
-  }
-  /** The worker's part for one output: accept the token, publish the next row. */
-  onOutput(o: StepOutput): void {
-    if (o.tokens.length === 0 || o.finish !== Finish.None) return;
-    this.counts[o.index]! += o.tokens.length;
-    if (!this.hold) this.publish(o.index);
-  }
-}
-
-function pseudoSet(seed: number, size: number, lo = 3): number[] {
-  const out = new Set<number>();
-  let s = seed >>> 0;
-  while (out.size < size) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.add(lo + (s % (V - lo)));
-  }
-  return [...out].sort((a, b) => a - b);
 }
 
 describe('engine: grammar masks (CPU)', () => {
@@ -190,6 +153,22 @@ describe('engine: grammar masks (CPU)', () => {
     const b = e.results.get(2)![0]!;
     expect(b.tokens.slice(2)).toEqual([stop, stop, stop, stop]);
     expect(b.finish).toBe(Finish.Stop);
+  });
+
+  it('preemption by recompute keeps the masks valid: the same constrained tokens as without it', async () => {
+    const allowed = (i: number) => (_c: number, step: number) => pseudoSet(500 + 37 * i + step, 30);
+    const runAll = async (kvBlocks: number) => {
+      const e = await TestEngine.create({ enablePrefixCaching: false }, { kvBlocks, threads: 2 });
+      open.push(e);
+      const masks = [0, 1, 2, 3].map((i) => new Masks(1, allowed(i)));
+      e.onOutput = (o) => masks[o.id - 1]?.onOutput(o);
+      await e.run([0, 1, 2, 3].map((i) => ({ id: i + 1, prompt: randomTokens(40, 20 + i), maxTokens: 40, temperature: i % 2 ? 0.8 : 0, seed: 7 + i, grammar: masks[i]!.buf, maskWords: W })));
+      return { e, tokens: [1, 2, 3, 4].map((id) => e.results.get(id)![0]!.tokens) };
+    };
+    const small = await runAll(12); // 4 x 5 blocks needed at the end: 20 > 12
+    expect(small.e.engine.stats().preemptions).toBeGreaterThan(0);
+    small.tokens.forEach((ts, i) => ts.forEach((t, step) => expect(allowed(i)(0, step)).toContain(t)));
+    expect(small.tokens).toEqual((await runAll(64)).tokens);
   });
 
   it('refuses a mask buffer of the wrong row length', async () => {

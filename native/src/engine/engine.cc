@@ -335,8 +335,18 @@ void Engine::step(std::vector<StepOutput>& out) {
   if (any_all_rows) greedy_only = device_only = false;  // the prompt rows' logits come to the host
   std::vector<float>& logits = logits_;                 // reused: 64 rows of a 103k vocabulary are 26 MB per step
   std::vector<int32_t> argmax;
+  // Grammar masks: on the host path waited for after the forward pass, which their computation
+  // overlapped; on the device path before it (the device sampler needs them at launch).
+  std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
+  std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
+  auto await_masks = [&] {
+    for (size_t i = 0; i < so.seqs.size(); ++i)
+      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
+  };
+  auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
+    await_masks();
     std::vector<DeviceSampling> params(static_cast<size_t>(rows));
     for (size_t i = 0; i < so.seqs.size(); ++i) {
       if (row_of[i] < 0) continue;
@@ -351,10 +361,12 @@ void Engine::step(std::vector<StepOutput>& out) {
       // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
       // (greedy draws none there either).
       p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
-      if (r.bans_stops(s.num_output())) {
+      if (r.bans_stops(s.num_output()) &&
+          (!masks[i] || Sampler::allows_non_stop(masks[i], runner_->config().vocab_size, r.stop_token_ids))) {
         p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
         std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
       }
+      p.mask = masks[i];  // null for a row whose wait ended it (aborted, failed): its token is dropped
     }
     st = runner_->forward_sample(slices, params, argmax);
   } else if (st.is_ok()) {
@@ -382,16 +394,11 @@ void Engine::step(std::vector<StepOutput>& out) {
     prompt_lps[i].start = lo + 1;
     s.prompt_lp_next = hi + 1;
   }
-  // Grammar masks: waited for here, after the forward pass, which their computation overlapped.
-  std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
-  std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
-  for (size_t i = 0; i < so.seqs.size(); ++i)
-    if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
-  auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
   if (device_only) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
+    await_masks();
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
       if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0 || unmasked(size_t(i))) return;
       samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
@@ -435,7 +442,7 @@ void Engine::step(std::vector<StepOutput>& out) {
 bool Engine::raw_logits_suffice(const Sequence& s) {
   const RequestSpec& r = *s.req;
   const bool fork_pending = s.index == 0 && !s.forked && r.n > 1;
-  return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending && !r.grammar;
+  return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
 }
 
 bool Engine::abort_pending(uint32_t id) {
@@ -476,10 +483,11 @@ void Engine::end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepO
 }
 
 bool Engine::plain_greedy(const Sequence& s) {
-  return s.req->temperature <= 0.0f && raw_logits_suffice(s) && !s.req->bans_stops(s.num_output());
+  return s.req->temperature <= 0.0f && raw_logits_suffice(s) && !s.req->bans_stops(s.num_output()) && !s.req->grammar;
 }
 
-// NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler.
+// NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler. A
+// grammar's mask goes to the device sampler with the row (DeviceSampling::mask).
 bool Engine::device_samplable(const Sequence& s) {
   const RequestSpec& r = *s.req;
   return raw_logits_suffice(s) &&
