@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/qgemm.h"
@@ -61,6 +63,7 @@ inline void epilogue_planes(const int32_t* c, int mr, const float* sw, const flo
 }  // namespace ee::cpu
 
 #include "cpu/amx.inc"
+#include "cpu/amx_model.inc"
 
 namespace ee::cpu::amx {
 
@@ -127,19 +130,71 @@ double peak(long iters) {
   EE_TILE_STORE(0, sink, 64);
   volatile float keep = sink[0];
   (void)keep;
-  EE_TILE_RELEASE();
+  release();
   return double(iters) * 4 * 16 * 16 * (INT8 ? 64 : 32) * 2;  // 2 ops per multiply-add
 }
 
 double dot_peak8(long iters) { return peak<true>(iters); }
+
+// Rows up to which a bf16 GEMM runs on the AVX-512 tile model (amx_model.inc) when it matches.
+// NOTE: 4: a decode step of one to four sequences; from 5 rows on the tiles' throughput wins over
+// twice the AVX-512 instructions of a model product (bench/results/cpu-int8-amx-intel.json).
+constexpr int kModelRows = model::kMaxRows;
+
+// Which model gives the tile unit's exact bits on this CPU: both tried on random products of 1..3
+// rows over K = 256 (8 tile products per plane), precise and not, against the tiles themselves.
+TileModel select_tile_model() {
+  std::mt19937 rng(27);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 64, K = 256;
+  std::vector<bf16_t> w(size_t(N) * K), packed(packed_elems(N, K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(u(rng) * (i % 7 == 0 ? 40.0f : 1.0f));
+  pack_matrix(w.data(), N, K, packed.data(), 0, N);
+  for (TileModel tm : {TileModel::kSdm, TileModel::kSequential}) {
+    bool same = true;
+    for (int M = 1; M <= 3 && same; ++M)
+      for (bool precise : {true, false}) {
+        // (outputs sized for kModelRows rows: the model's code for 4 rows is reachable from here)
+        std::vector<float> x(size_t(M) * K), tiles(size_t(kModelRows) * N), mod(size_t(kModelRows) * N);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng) * (i % 5 == 0 ? 100.0f : 1.0f);
+        Act a;
+        a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = precise;
+        std::vector<uint8_t> buf(avx512::kKernels.act_bytes(M, K) + 64);
+        a.data = buf.data();
+        avx512::kKernels.prepare_act(x.data(), K, a, 0, M);
+        gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
+        model::gemm_blocks(tm, a, packed.data(), 0, N / kPackRows, mod.data(), N);
+        same = same && std::memcmp(tiles.data(), mod.data(), size_t(M) * N * sizeof(float)) == 0;
+      }
+    if (same) return tm;
+  }
+  return TileModel::kNone;
+}
+
+TileModel tile_model() {
+  static const TileModel tm = select_tile_model();
+  return tm;
+}
 
 }  // namespace
 
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
   const int full = N / kPackRows * kPackRows;
   const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
-  if (b0 < b1) gemm_bf16_blocks(a, w, b0, b1, y, ldy);
+  if (b0 < b1) {
+    const TileModel tm = a.M <= kModelRows ? tile_model() : TileModel::kNone;
+    if (tm != TileModel::kNone) model::gemm_blocks(tm, a, w, b0, b1, y, ldy);
+    else gemm_bf16_blocks(a, w, b0, b1, y, ldy);
+  }
   if (std::max(n0, full) < n1) avx512::kKernels.gemm(a, w, N, std::max(n0, full), n1, y, ldy);
+}
+
+const char* bf16_small_rows_kernel() {
+  switch (tile_model()) {
+    case TileModel::kSdm: return "avx512bf16 (tile-exact, sdm model)";
+    case TileModel::kSequential: return "avx512bf16 (tile-exact, sequential model)";
+    default: return "amx-bf16";
+  }
 }
 
 double dot_peak_bf16(long iters) { return peak<false>(iters); }
