@@ -5,7 +5,7 @@
 //   node --import tsx bench/llama/q8-side.ts --out FILE [--threads 2,16] [--weights q8_0|bf16]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { ensureFormulaCheckpoint } from '../../src/sidecar/model/default-model.js';
+import { ensureDefaultModelDir } from '../../src/sidecar/model/default-bundle.js';
 import { formulaGolden } from '../engine/accuracy.js';
 import { ensureGguf, type GgufWeights } from './convert.js';
 import { greedyCheck, llamaLogProbs, llamaSingleStream } from './measure.js';
@@ -26,7 +26,8 @@ if (!a.out) throw new Error('--out FILE is required');
 const weights = a.weights as GgufWeights;
 const threadsList = a.threads.split(',').map(Number);
 const log = (s: string) => process.stderr.write(`[llama.cpp ${weights}] ${s}\n`);
-const { dir } = await ensureFormulaCheckpoint();
+// The formula checkpoint with the project's tokenizer beside it (the GGUF carries the vocabulary).
+const { dir } = await ensureDefaultModelDir({ weights: true });
 const t0 = performance.now();
 const gguf = await ensureGguf(dir, weights);
 const convertSeconds = (performance.now() - t0) / 1000;
