@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/kernels.h"
@@ -14,6 +15,7 @@
 namespace ee::cpu::amx {
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 const char* bf16_small_rows_kernel();
+const char* bf16_tile_order();
 extern const Int8Kernels kInt8Kernels;
 }  // namespace ee::cpu::amx
 
@@ -40,6 +42,11 @@ int main() {
   const char* small = amx::bf16_small_rows_kernel();
   std::printf("bf16 rows <= 4: %s\n", small);
   check(std::strcmp(small, "amx-bf16") != 0, "a tile model matches", 0, 0, 0, false);
+  // The scalar diagnosis of the tile order (for hosts where no model matches) names the same order.
+  const char* order = amx::bf16_tile_order();
+  std::printf("bf16 tile order: %s\n", order);
+  check(std::strstr(small, (std::string(order) + " model").c_str()) != nullptr, "the diagnosed order is the model's", 0,
+        0, 0, false);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   const int shapes[][3] = {{1, 64, 64},   {16, 32, 32}, {17, 64, 96},  {33, 96, 1024},

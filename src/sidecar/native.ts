@@ -158,6 +158,8 @@ export interface CpuInfo {
   cores: number;
   /** On AMX hosts, what amx-bf16 GEMMs of up to 4 rows run on: "avx512bf16 (tile-exact, ... model)" or "amx-bf16"; "none" elsewhere. */
   amxBf16SmallRows: string;
+  /** On AMX hosts, the scalar order that reproduces tdpbf16ps's bits (a diagnosis: "sdm", "sequential", "pair-fused", "tile-fused", "tile-rounded", "unknown"); "none" elsewhere. */
+  amxBf16TileOrder: string;
 }
 
 export type Int8Isa = 'amx' | 'avx512' | 'avxvnni' | 'avx2';

@@ -19,7 +19,7 @@ import { GOLDEN, checkGreedy, comparableSteps, maxAbsDiff, readF32, readGolden, 
 const cpu = native().cpuInfo();
 const paths = cpu.amx ? (['amx'] as const) : ([] as const);
 if (!cpu.amx) console.log('[golden-amx] skipped: this CPU has no usable AMX (CPUID or the kernel\'s tile grant); the AMX kernels are checked here by native/tools/amx-emu-check.sh');
-else console.log(`[golden-amx] bf16 GEMMs of up to 4 rows run on: ${cpu.amxBf16SmallRows}`);
+else console.log(`[golden-amx] bf16 GEMMs of up to 4 rows run on: ${cpu.amxBf16SmallRows}; tdpbf16ps order here: ${cpu.amxBf16TileOrder}`);
 
 it('names the AMX-BF16 path where the CPU has it, and refuses --isa amx elsewhere', async () => {
   const tiny = path.join(GOLDEN, 'tiny');

@@ -176,6 +176,57 @@ TileModel tile_model() {
   return tm;
 }
 
+// Which accumulation order the tile unit follows, among scalar candidates (for the next AVX-512 model
+// when neither of amx_model.inc's matches): one row, one plane, 4 tile products (K = 128) of random
+// data, each of the 64 outputs against each candidate. Products are exact in double (8-bit
+// significands); the candidates differ in where the sum is rounded to fp32:
+//   "sdm", "sequential": amx_model.inc's models;
+//   "pair-fused": c = fl(c + (e_k + o_k)) per pair k (the pair's two products added exactly);
+//   "tile-fused": c = fl(c + sum of the tile product's 32 products, exact);
+//   "tile-rounded": s = fl(sum of the 32 products, exact), c = fl(c + s).
+const char* diagnose_tile_order() {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 64, K = 128;
+  std::vector<bf16_t> w(size_t(N) * K), packed(packed_elems(N, K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(u(rng) * (i % 3 == 0 ? 30.0f : 1.0f));
+  pack_matrix(w.data(), N, K, packed.data(), 0, N);
+  std::vector<float> x(K), tiles(N);
+  for (int k = 0; k < K; ++k) x[size_t(k)] = bf16_to_f32(f32_to_bf16(u(rng) * (k % 4 == 0 ? 50.0f : 1.0f)));
+  Act a;
+  a.M = 1, a.K = K, a.Kp = pad_k(K), a.precise = false;
+  std::vector<uint8_t> buf(avx512::kKernels.act_bytes(1, K) + 64);
+  a.data = buf.data();
+  avx512::kKernels.prepare_act(x.data(), K, a, 0, 1);
+  gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
+  const char* names[] = {"sdm", "sequential", "pair-fused", "tile-fused", "tile-rounded"};
+  for (int h = 0; h < 5; ++h) {
+    bool same = true;
+    for (int n = 0; n < N && same; ++n) {
+      float c = 0;
+      for (int t = 0; t < K / 32; ++t) {
+        double exact = 0;
+        float fe = 0, fo = 0;
+        for (int p = 0; p < 16; ++p) {
+          const int k = 32 * t + 2 * p;
+          const double e = double(x[size_t(k)]) * bf16_to_f32(w[size_t(n) * K + k]);
+          const double o = double(x[size_t(k) + 1]) * bf16_to_f32(w[size_t(n) * K + k + 1]);
+          fe = float(double(fe) + e), fo = float(double(fo) + o);  // an exact product, one rounding
+          if (h == 1) c = float(double(float(double(c) + e)) + o);
+          if (h == 2) c = float(double(c) + (e + o));
+          exact += e + o;
+        }
+        if (h == 0) c = float(double(float(double(c) + fe)) + fo);
+        if (h == 3) c = float(double(c) + exact);
+        if (h == 4) c = float(double(c) + double(float(exact)));
+      }
+      same = c == tiles[size_t(n)];
+    }
+    if (same) return names[h];
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
@@ -187,6 +238,11 @@ void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
     else gemm_bf16_blocks(a, w, b0, b1, y, ldy);
   }
   if (std::max(n0, full) < n1) avx512::kKernels.gemm(a, w, N, std::max(n0, full), n1, y, ldy);
+}
+
+const char* bf16_tile_order() {
+  static const char* order = diagnose_tile_order();
+  return order;
 }
 
 const char* bf16_small_rows_kernel() {

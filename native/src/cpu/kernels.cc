@@ -13,6 +13,7 @@ namespace amx {
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 double dot_peak_bf16(long iters);
 const char* bf16_small_rows_kernel();
+const char* bf16_tile_order();
 }  // namespace amx
 bool amx_usable();  // qgemm.h
 
@@ -60,6 +61,7 @@ void unpack_row(const bf16_t* packed, int n, int k, int r, float* out) {
 }
 
 const char* amx_bf16_small_rows() { return amx_usable() ? amx::bf16_small_rows_kernel() : "none"; }
+const char* amx_bf16_tile_order() { return amx_usable() ? amx::bf16_tile_order() : "none"; }
 
 const Kernels* select_kernels(const std::string& force) {
   __builtin_cpu_init();

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { kernelNames } from '../../../src/sidecar/model/load.js';
 import type { CpuInfo } from '../../../src/sidecar/native.js';
 
-const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2, amxBf16SmallRows: 'none' };
-const xeon: CpuInfo = { ...zen5, amx: true, best: 'amx-bf16', bestInt8: 'amx-int8/avx512vnni', cores: 16, amxBf16SmallRows: 'amx-bf16' };
+const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2, amxBf16SmallRows: 'none', amxBf16TileOrder: 'none' };
+const xeon: CpuInfo = { ...zen5, amx: true, best: 'amx-bf16', bestInt8: 'amx-int8/avx512vnni', cores: 16, amxBf16SmallRows: 'amx-bf16', amxBf16TileOrder: 'unknown' };
 const xeonModel: CpuInfo = { ...xeon, amxBf16SmallRows: 'avx512bf16 (tile-exact, sdm model)' };
 
 describe('kernelNames', () => {
