@@ -1,6 +1,6 @@
 // Single-sequence decode and prefill on the 0.3B shape, beside the machine's memory-bound ceiling
 // measured in the same run (weight bytes read per token / measured read bandwidth).
-import type { NativeModel } from '../../src/sidecar/native.js';
+import type { CpuProfile, NativeModel } from '../../src/sidecar/native.js';
 
 export interface SingleStreamResult {
   readBandwidthGBs: number;
@@ -12,6 +12,21 @@ export interface SingleStreamResult {
   prefillTokS: number;
   prefillTokens: number;
   runs: { decodeTokS: number[]; prefillTokS: number[] };
+  /** Native time per decode step by phase and GEMM group (ms), over one-token forward steps (CPU only). */
+  decodeProfileMs?: Partial<CpuProfile>;
+}
+
+/** The model's native time per one-token step, by phase, over `steps` steps after a 16-token prompt. */
+async function decodeProfile(model: NativeModel, blocks: Int32Array, steps: number): Promise<Partial<CpuProfile> | undefined> {
+  const prompt = tokens(16, 3);
+  await model.forward([{ tokens: prompt, startPos: 0, blockTable: blocks, logits: 1 }]);
+  const before = model.info().profile;
+  if (!before) return undefined;
+  for (let t = 0; t < steps; t++) await model.forward([{ tokens: tokens(1, 100 + t), startPos: 16 + t, blockTable: blocks, logits: 1 }]);
+  const after = model.info().profile!;
+  const per: Partial<CpuProfile> = {};
+  for (const k of Object.keys(after) as (keyof CpuProfile)[]) if (k !== 'steps' && k !== 'tokens') per[k] = (after[k] - before[k]) / steps;
+  return per;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -42,7 +57,9 @@ export async function singleStream(model: NativeModel, opts: { decodeTokens: num
   }
   const ceiling = bw / info.weightBytes;
   const d = median(decode);
+  const decodeProfileMs = await decodeProfile(model, blocks, opts.decodeTokens);
   return {
+    decodeProfileMs,
     readBandwidthGBs: bw / 1e9,
     weightBytesPerToken: info.weightBytes,
     ceilingTokS: ceiling,

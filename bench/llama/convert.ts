@@ -1,7 +1,8 @@
 // An ERNIE-4.5 checkpoint directory (config.json + safetensors, dense, the shape of
 // ERNIE-4.5-0.3B) as a GGUF file for llama.cpp's `ernie4_5` architecture, so that llama.cpp runs the
-// very weights our engine runs. Matrices stay BF16 byte for byte; 1-D norm weights become F32
-// (exact: a bf16 value is the top half of an f32), as llama.cpp's own converter writes them.
+// very weights our engine runs. Matrices stay BF16 byte for byte, or (`q8_0`) become ggml's Q8_0 as
+// llama.cpp's `--outtype q8_0` makes them (q8_0.ts); 1-D norm weights become F32 (exact: a bf16 value
+// is the top half of an f32), as llama.cpp's own converter writes them.
 //
 // NOTE: no q/k permutation. HF's ERNIE-4.5 rotates interleaved pairs (x[2i], x[2i+1]) and llama.cpp
 // gives ernie4_5 LLAMA_ROPE_TYPE_NORM, which rotates the same consecutive pairs; the permutation
@@ -12,9 +13,13 @@ import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import type { NativeTensor } from '../../src/sidecar/native.js';
 import { parseSpModel, type SpModel } from '../../src/sidecar/tokenizer/sp-proto.js';
 import { GgmlType, GgufType, writeGguf, type GgmlTypeId, type GgufKv, type GgufTensor } from './gguf.js';
+import { quantizeQ8_0 } from './q8_0.js';
 
 const ARCH = 'ernie4_5';
-const LLAMA_FTYPE_MOSTLY_BF16 = 32; // llama.h's llama_ftype: most tensors BF16
+/** The matrices' type in the GGUF. */
+export type GgufWeights = 'bf16' | 'q8_0';
+// llama.h's llama_ftype: most tensors BF16 / Q8_0
+const LLAMA_FTYPE: Record<GgufWeights, number> = { bf16: 32, q8_0: 7 };
 const SP_UNUSED = 5; // sentencepiece PieceType.UNUSED == llama.cpp's LLAMA_TOKEN_TYPE_UNUSED
 
 /** HF tensor name → GGUF name (llama.cpp's LLM_TENSOR_* names). */
@@ -54,10 +59,14 @@ function bf16ToF32(src: Buffer): Buffer {
   return out;
 }
 
-function tensorEntry(t: NativeTensor): GgufTensor {
+function tensorEntry(t: NativeTensor, weights: GgufWeights): GgufTensor {
   const ne = [...t.shape].reverse(); // row-major [out, in] → ggml [in, out]
   const srcType: GgmlTypeId = t.dtype === 'BF16' ? GgmlType.BF16 : t.dtype === 'F16' ? GgmlType.F16 : GgmlType.F32;
   const toF32 = ne.length === 1 && t.dtype === 'BF16';
+  if (weights === 'q8_0' && ne.length === 2) {
+    if (t.dtype !== 'BF16') throw new Error(`${t.name}: Q8_0 conversion reads BF16 matrices, not ${t.dtype}`);
+    return { name: ggufTensorName(t.name), ne, type: GgmlType.Q8_0, data: async () => quantizeQ8_0(await readBytes(t), ne[0]!) };
+  }
   return {
     name: ggufTensorName(t.name),
     ne,
@@ -97,7 +106,7 @@ export function tokenizerKvs(sp: SpModel, vocabSize: number): GgufKv[] {
 }
 
 /** Converts the checkpoint in `dir` (tokenizer: `tokenizerModel`, default dir/tokenizer.model). */
-export async function convertToGguf(dir: string, outFile: string, tokenizerModel = path.join(dir, 'tokenizer.model')): Promise<number> {
+export async function convertToGguf(dir: string, outFile: string, tokenizerModel = path.join(dir, 'tokenizer.model'), weights: GgufWeights = 'bf16'): Promise<number> {
   const ck = await readCheckpoint(dir);
   const c = ck.config.native;
   if (!c.ropeInterleaved) throw new Error(`${dir}: ${ck.config.architecture} is not an ERNIE-4.5 (interleaved RoPE) checkpoint`);
@@ -107,7 +116,7 @@ export async function convertToGguf(dir: string, outFile: string, tokenizerModel
   const kvs: GgufKv[] = [
     { key: 'general.architecture', type: GgufType.STRING, value: ARCH },
     { key: 'general.name', type: GgufType.STRING, value: `ernie-edge ${path.basename(dir)}` },
-    { key: 'general.file_type', type: GgufType.U32, value: LLAMA_FTYPE_MOSTLY_BF16 },
+    { key: 'general.file_type', type: GgufType.U32, value: LLAMA_FTYPE[weights] },
     { key: 'general.alignment', type: GgufType.U32, value: 32 },
     u32('context_length', ck.config.maxPositionEmbeddings),
     u32('embedding_length', c.hiddenSize),
@@ -128,18 +137,18 @@ export async function convertToGguf(dir: string, outFile: string, tokenizerModel
     const m = /^model\.layers\.(\d+)\./.exec(n);
     return m ? 1 + Number(m[1]) : n === 'model.embed_tokens.weight' ? 0 : 1e9;
   };
-  const tensors = [...ck.tensors].sort((a, b) => key(a.name) - key(b.name) || a.name.localeCompare(b.name)).map(tensorEntry);
+  const tensors = [...ck.tensors].sort((a, b) => key(a.name) - key(b.name) || a.name.localeCompare(b.name)).map((t) => tensorEntry(t, weights));
   return writeGguf(outFile, kvs, tensors);
 }
 
 /** The GGUF of `dir`, converted once and kept beside the checkpoint (the name carries the converter version). */
-export async function ensureGguf(dir: string): Promise<string> {
-  const file = path.join(dir, 'model-bf16.v1.gguf');
+export async function ensureGguf(dir: string, weights: GgufWeights = 'bf16'): Promise<string> {
+  const file = path.join(dir, `model-${weights}.v1.gguf`);
   try {
     if ((await stat(file)).size > 0) return file;
   } catch {
     /* not converted yet */
   }
-  await convertToGguf(dir, file);
+  await convertToGguf(dir, file, undefined, weights);
   return file;
 }

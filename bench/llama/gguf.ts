@@ -20,10 +20,11 @@ export const GgufType = {
 } as const;
 export type GgufScalar = Exclude<(typeof GgufType)[keyof typeof GgufType], 9>;
 
-/** The ggml tensor types this writer is used with (ggml.h's enum ggml_type), and their element sizes. */
-export const GgmlType = { F32: 0, F16: 1, BF16: 30 } as const;
+/** The ggml tensor types this writer is used with (ggml.h's enum ggml_type), and their block sizes. */
+export const GgmlType = { F32: 0, F16: 1, Q8_0: 8, BF16: 30 } as const;
 export type GgmlTypeId = (typeof GgmlType)[keyof typeof GgmlType];
-const GGML_SIZE: Record<GgmlTypeId, number> = { 0: 4, 1: 2, 30: 2 };
+// [elements per block, bytes per block] (ggml's type traits); Q8_0: an f16 scale + 32 int8 (block_q8_0).
+const GGML_BLOCK: Record<GgmlTypeId, [number, number]> = { 0: [1, 4], 1: [1, 2], 8: [32, 34], 30: [1, 2] };
 
 export type GgufValue = number | bigint | boolean | string;
 export type GgufKv =
@@ -40,7 +41,12 @@ export interface GgufTensor {
 
 export const DEFAULT_ALIGNMENT = 32; // GGUF's default when general.alignment is absent
 
-export const tensorBytes = (ne: number[], type: GgmlTypeId): number => ne.reduce((a, b) => a * b, 1) * GGML_SIZE[type];
+/** Bytes of a tensor; a block type needs ne[0] (the row) to be a whole number of blocks. */
+export function tensorBytes(ne: number[], type: GgmlTypeId): number {
+  const [per, bytes] = GGML_BLOCK[type];
+  if (ne[0]! % per !== 0) throw new Error(`ggml type ${type}: row of ${ne[0]} is not a multiple of ${per}`);
+  return (ne.reduce((a, b) => a * b, 1) / per) * bytes;
+}
 export const alignUp = (n: number, a: number): number => Math.ceil(n / a) * a;
 
 /** Growable little-endian byte buffer for the header. */

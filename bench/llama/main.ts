@@ -7,7 +7,7 @@
 // article's 5 prompts at once (256 new tokens), and one wave per level (`--quick`: new tokens capped at 64).
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { ensureFormulaCheckpoint } from '../../src/sidecar/model/default-model.js';
+import { ensureDefaultModelDir } from '../../src/sidecar/model/default-bundle.js';
 import { articleWorkload, sideBySideWorkload } from '../engine/workload.js';
 import { ensureGguf } from './convert.js';
 import { greedyCheck, llamaRun, llamaSingleStream, type LlamaRunResult } from './measure.js';
@@ -45,7 +45,8 @@ async function main(): Promise<void> {
   const threads = Number(a.threads);
   const quick = a.quick === true;
   const log = (s: string) => process.stderr.write(`[llama.cpp] ${s}\n`);
-  const { dir } = await ensureFormulaCheckpoint();
+  // The formula checkpoint with the project's tokenizer beside it (the GGUF carries the vocabulary).
+  const { dir } = await ensureDefaultModelDir({ weights: true });
   const gguf = await ensureGguf(dir);
   const llama = await loadLlama(threads);
   const model = await llama.loadModel({ modelPath: gguf });

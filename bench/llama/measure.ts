@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { logSoftmax, maxAbsLogProbDiff, type GoldenPrompt } from '../engine/accuracy.js';
 import type { LatencyStats, RunResult } from '../engine/batching.js';
 import { tokens } from '../engine/single-stream.js';
 import type { BenchRequest } from '../engine/workload.js';
@@ -97,6 +98,35 @@ export async function greedyCheck(model: LlamaModel, threads: number): Promise<G
   await ctx.dispose();
   const sum = (f: (x: GreedyCheck['prompts'][number]) => number) => out.reduce((a, x) => a + f(x), 0);
   return { prompts: out, freeRunMatch: sum((x) => x.freeRunMatch), teacherForcedMatch: sum((x) => x.teacherForcedMatch), steps: sum((x) => x.steps) };
+}
+
+/**
+ * llama.cpp's log-probabilities at the last position of each golden prompt (its probabilities over the
+ * whole vocabulary at temperature 0: the greedy sampler keeps every candidate) against the reference's
+ * log-softmax. Tokens whose probability is 0 in f32 are left out and counted (`skipped`).
+ */
+export async function llamaLogProbs(model: LlamaModel, threads: number, golden: GoldenPrompt[]): Promise<{ maxAbsLogProbDiff: number; skipped: number }[]> {
+  const ctx = await model.createContext({ contextSize: 256, sequences: 1, threads });
+  const seq = ctx.getSequence();
+  const out: { maxAbsLogProbDiff: number; skipped: number }[] = [];
+  for (const p of golden) {
+    const last = p.prompt.length - 1;
+    const res = await seq.controlledEvaluate(
+      p.prompt.map((t, i): Token | [Token, { generateNext: { probabilities: true; options: { temperature: 0 } } }] =>
+        i === last ? [t, { generateNext: { probabilities: true, options: { temperature: 0 } } }] : t,
+      ),
+    );
+    await seq.clearHistory();
+    const probs = res[last]?.next.probabilities;
+    if (!probs) throw new Error('llama.cpp returned no probabilities');
+    const lp = new Float64Array(p.lastLogits.length).fill(-Infinity);
+    for (const [tok, pr] of probs) if (tok < lp.length) lp[tok] = Math.log(pr);
+    const d = maxAbsLogProbDiff(lp, logSoftmax(p.lastLogits));
+    out.push({ maxAbsLogProbDiff: d.maxAbs, skipped: d.skipped });
+  }
+  seq.dispose();
+  await ctx.dispose();
+  return out;
 }
 
 export interface LlamaSingleStream {

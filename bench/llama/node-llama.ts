@@ -15,8 +15,8 @@ export interface LlamaContextSequence {
   evaluateWithoutGeneratingNewTokens(tokens: Token[]): Promise<void>;
   /** One output per input index that asked for `generateNext` (teacher forcing). */
   controlledEvaluate(
-    input: (Token | [Token, { generateNext?: { token?: boolean; options?: { temperature?: number } } }])[],
-  ): Promise<({ next: { token?: Token | null } } | undefined)[]>;
+    input: (Token | [Token, { generateNext?: { token?: boolean; probabilities?: boolean; options?: { temperature?: number } } }])[],
+  ): Promise<({ next: { token?: Token | null; probabilities?: Map<Token, number> } } | undefined)[]>;
   clearHistory(): Promise<void>;
   dispose(): void;
 }

@@ -1,10 +1,12 @@
 // Checks the AMX kernels (amx.cc, built with -DEE_AMX_EMULATE onto tools/amx_emulate.h) on CPUs
 // without AMX: AMX-BF16 against a double reference and bit-identical per row whatever the batch;
-// AMX-INT8 bit-identical to the AVX512-VNNI kernel. Run by tools/amx-emu-check.sh; exit 1 on failure.
+// AMX-INT8 bit-identical to the AVX512-VNNI kernel; the AVX-512 model of the tile arithmetic
+// (small M) chosen and bit-identical to the tiles. Run by tools/amx-emu-check.sh; exit 1 on failure.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/kernels.h"
@@ -12,6 +14,8 @@
 
 namespace ee::cpu::amx {
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
+const char* bf16_small_rows_kernel();
+const char* bf16_tile_order();
 extern const Int8Kernels kInt8Kernels;
 }  // namespace ee::cpu::amx
 
@@ -33,6 +37,16 @@ int main() {
     std::printf("skipped: the reference kernels need AVX512-BF16 and AVX512-VNNI\n");
     return 0;
   }
+  // The AVX-512 model of the tile arithmetic that bf16 GEMMs of up to 4 rows take: it must match the
+  // emulated tiles (then rowsIdentical below compares the model at M = 1 with tiles at M > 4).
+  const char* small = amx::bf16_small_rows_kernel();
+  std::printf("bf16 rows <= 4: %s\n", small);
+  check(std::strcmp(small, "amx-bf16") != 0, "a tile model matches", 0, 0, 0, false);
+  // The scalar diagnosis of the tile order (for hosts where no model matches) names the same order.
+  const char* order = amx::bf16_tile_order();
+  std::printf("bf16 tile order: %s\n", order);
+  check(std::strstr(small, (std::string(order) + " model").c_str()) != nullptr, "the diagnosed order is the model's", 0,
+        0, 0, false);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   const int shapes[][3] = {{1, 64, 64},   {16, 32, 32}, {17, 64, 96},  {33, 96, 1024},

@@ -37,16 +37,24 @@ inline void store(int t, void* p, size_t stride) {
     std::memcpy(static_cast<uint8_t*>(p) + r * stride, tiles[t].d[r], size_t(tiles[t].colsb));
 }
 inline void zero(int t) { std::memset(tiles[t].d, 0, sizeof tiles[t].d); }
+// The intrinsics guide's order (c += e_0, += o_0, += e_1, ...), or with EE_AMX_EMULATE_SDM the
+// Intel SDM's (even and odd products summed apart from zero, then c = (c + even) + odd).
 inline void dp_bf16(int c, int a, int b) {
   Tile &C = tiles[c], &A = tiles[a], &B = tiles[b];
   for (int m = 0; m < C.rows; ++m)
     for (int n = 0; n < C.colsb / 4; ++n) {
-      float acc;
+      float acc, even = 0, odd = 0;
       std::memcpy(&acc, C.d[m] + 4 * n, 4);
       for (int k = 0; k < A.colsb / 4; ++k) {
+#ifdef EE_AMX_EMULATE_SDM
+        even += bf(A.d[m] + 4 * k) * bf(B.d[k] + 4 * n);
+        odd += bf(A.d[m] + 4 * k + 2) * bf(B.d[k] + 4 * n + 2);
+#else
         acc += bf(A.d[m] + 4 * k) * bf(B.d[k] + 4 * n);
         acc += bf(A.d[m] + 4 * k + 2) * bf(B.d[k] + 4 * n + 2);
+#endif
       }
+      acc = acc + even + odd;
       std::memcpy(C.d[m] + 4 * n, &acc, 4);
     }
 }

@@ -81,6 +81,21 @@ export interface NativeModelInfo {
   blockSize: number;
   kvBytes: number;
   weightBytes: number;
+  /** CPU: cumulative wall time per phase since load (ms); gemmMs is the layers' GEMMs, split by matrix group. */
+  profile?: CpuProfile;
+}
+
+export interface CpuProfile {
+  gemmMs: number;
+  gemmQkvMs: number;
+  gemmOMs: number;
+  gemmGateUpMs: number;
+  gemmDownMs: number;
+  attentionMs: number;
+  otherMs: number;
+  lmHeadMs: number;
+  steps: number;
+  tokens: number;
 }
 
 export interface NativeModel {
@@ -141,6 +156,10 @@ export interface CpuInfo {
   best: string;
   bestInt8: string;
   cores: number;
+  /** On AMX hosts, what amx-bf16 GEMMs of up to 4 rows run on: "avx512bf16 (tile-exact, ... model)" or "amx-bf16"; "none" elsewhere. */
+  amxBf16SmallRows: string;
+  /** On AMX hosts, the scalar order that reproduces tdpbf16ps's bits (a diagnosis: "sdm", "sequential", "pair-fused", "tile-fused", "tile-rounded", "unknown"); "none" elsewhere. */
+  amxBf16TileOrder: string;
 }
 
 export type Int8Isa = 'amx' | 'avx512' | 'avxvnni' | 'avx2';

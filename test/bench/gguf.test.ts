@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertToGguf } from '../../bench/llama/convert.js';
 import { GgmlType, GgufType, writeGguf } from '../../bench/llama/gguf.js';
+import { f32ToF16, quantizeQ8_0 } from '../../bench/llama/q8_0.js';
 import { readSafetensorsHeader } from '../../src/sidecar/model/safetensors.js';
 
 interface ReadTensor { name: string; ne: bigint[]; type: number; offset: bigint }
@@ -182,5 +183,59 @@ describe('convertToGguf (tiny ERNIE-4.5 checkpoint)', () => {
     const norm = bytes('model.layers.0.post_attention_layernorm.weight');
     const f32 = at('blk.0.ffn_norm.weight', norm.length * 2);
     for (let i = 0; i < norm.length / 2; i++) expect(f32.readUInt32LE(4 * i)).toBe((norm.readUInt16LE(2 * i) << 16) >>> 0);
+  });
+});
+
+describe('Q8_0 (bench/llama/q8_0.ts) and the q8_0 conversion', () => {
+  it('writes f16 scales rounded to nearest even, subnormals and overflow included', () => {
+    expect([1, -2, 65504, 65520, 1 / 3, 2 ** -24, 2 ** -25, 3 * 2 ** -25, 0].map(f32ToF16)).toEqual([
+      0x3c00, 0xc000, 0x7bff, 0x7c00, 0x3555, 0x0001, 0x0000, 0x0002, 0x0000,
+    ]);
+  });
+
+  it('quantizes each block of 32 to round(x / (amax / 127)), halves away from zero', () => {
+    // Two blocks: 0..31 scaled so that amax / 127 = 0.25 exactly, and an all-zero block.
+    const vals = [...Array.from({ length: 32 }, (_, j) => (j - 16) * 1.0), ...new Array<number>(32).fill(0)];
+    vals[31] = 31.75; // amax: d = 0.25
+    const bf = Buffer.alloc(vals.length * 2);
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    vals.forEach((v, i) => ((f[0] = v), bf.writeUInt16LE(u[0]! >>> 16, 2 * i)));
+    const q = quantizeQ8_0(bf, 32);
+    expect(q.length).toBe(2 * 34);
+    expect(q.readUInt16LE(0)).toBe(0x3400); // f16(0.25)
+    expect(q.readInt8(2)).toBe(-64); // -16 / 0.25
+    expect(q.readInt8(2 + 31)).toBe(127);
+    expect(q.readUInt16LE(34)).toBe(0); // d = 0: every q 0
+    expect([...q.subarray(36, 68)].every((b) => b === 0)).toBe(true);
+    expect(() => quantizeQ8_0(Buffer.alloc(40), 20)).toThrow(/multiple of 32/);
+  });
+
+  it('converts the tiny checkpoint with every matrix Q8_0 (ftype 7), dequantizing within half a step', async () => {
+    const file = path.join(dir, 'tiny-q8.gguf');
+    await convertToGguf(path.join(fixtures, 'tiny'), file, path.join(fixtures, 'tokenizer/tokenizer.model'), 'q8_0');
+    const b = await readFile(file);
+    const q = readGguf(b);
+    expect(q.kv.get('general.file_type')?.value).toBe(7);
+    const by = new Map(q.tensors.map((t) => [t.name, t]));
+    expect(by.get('token_embd.weight')).toMatchObject({ ne: [256n, 2048n], type: GgmlType.Q8_0 });
+    expect(by.get('blk.0.ffn_down.weight')).toMatchObject({ ne: [512n, 256n], type: GgmlType.Q8_0 });
+    expect(by.get('blk.0.ffn_norm.weight')).toMatchObject({ ne: [256n], type: 0 });
+    // blk.1.attn_q row 0 against the source bf16 values: |x - d q| <= d / 2 (+ the f16 rounding of d).
+    const src = new Map((await readSafetensorsHeader(path.join(fixtures, 'tiny/model.safetensors'))).map((t) => [t.name, t]));
+    const raw = await readFile(path.join(fixtures, 'tiny/model.safetensors'));
+    const s = src.get('model.layers.1.self_attn.q_proj.weight')!;
+    const t = by.get('blk.1.attn_q.weight')!;
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const f16 = (h: number) => (h & 0x7c00 ? 2 ** (((h >> 10) & 0x1f) - 15) * (1 + (h & 0x3ff) / 1024) : 2 ** -14 * ((h & 0x3ff) / 1024)) * (h & 0x8000 ? -1 : 1);
+    for (let blk = 0; blk < 8; blk++) {
+      const at = q.dataStart + Number(t.offset) + blk * 34;
+      const d = f16(b.readUInt16LE(at));
+      for (let j = 0; j < 32; j++) {
+        u[0] = raw.readUInt16LE(s.offset + 2 * (blk * 32 + j)) << 16;
+        expect(Math.abs(f[0]! - d * b.readInt8(at + 2 + j))).toBeLessThanOrEqual(d / 2 + Math.abs(f[0]!) * 2 ** -10);
+      }
+    }
   });
 });

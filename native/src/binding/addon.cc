@@ -58,6 +58,8 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   o.Set("avx512bf16", cpu::select_kernels("avx512") != nullptr);
   o.Set("avx2", cpu::select_kernels("avx2") != nullptr);
   o.Set("amx", cpu::amx_usable());
+  o.Set("amxBf16SmallRows", cpu::amx_bf16_small_rows());
+  o.Set("amxBf16TileOrder", cpu::amx_bf16_tile_order());
   o.Set("avx512vnni", cpu::select_int8_kernels("avx512") != nullptr);
   o.Set("avxvnni", cpu::select_int8_kernels("avxvnni") != nullptr);
   const cpu::Kernels* best = cpu::select_kernels("");

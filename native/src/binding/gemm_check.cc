@@ -12,32 +12,57 @@
 
 namespace ee {
 
+CheckArgs check_args(const Napi::CallbackInfo& info, const char* name) {
+  Napi::Object o = info[0].As<Napi::Object>();
+  CheckArgs a{o.Get("isa").As<Napi::String>().Utf8Value(),  o.Get("m").As<Napi::Number>().Int32Value(),
+              o.Get("n").As<Napi::Number>().Int32Value(),   o.Get("k").As<Napi::Number>().Int32Value(),
+              o.Get("precise").As<Napi::Boolean>().Value(), uint64_t(o.Get("seed").As<Napi::Number>().Int64Value())};
+  if (a.M < 1 || a.N < 1 || a.K < 1 || a.M > 4096 || a.N > 65536 || a.K > 16384)
+    throw Napi::RangeError::New(info.Env(), std::string(name) + ": bad shape");
+  return a;
+}
+
+void check_inputs(const CheckArgs& a, std::vector<bf16_t>* w, std::vector<float>* x) {
+  Rng rng(a.seed);
+  auto next = [&rng] { return float(rng.uniform() * 2.0 - 1.0); };  // uniform in [-1, 1)
+  w->resize(size_t(a.N) * a.K);
+  for (auto& v : *w) v = f32_to_bf16(next());
+  x->resize(size_t(a.M) * a.K);
+  for (auto& v : *x) v = next() * 3.0f;
+}
+
+CheckLayouts check_layouts(const CheckArgs& a, const float* x, const CheckRun& run) {
+  const int M = a.M, N = a.N, K = a.K;
+  std::vector<float> whole(size_t(M) * N), split(size_t(M) * N), alone(size_t(M) * N);
+  run(x, M, 0, N, whole.data());
+  const int full = N / cpu::kPackRows * cpu::kPackRows;
+  for (int n0 = 0; n0 < full; n0 += cpu::kPackRows) run(x, M, n0, n0 + cpu::kPackRows, split.data());
+  if (full < N) run(x, M, full, N, split.data());
+  for (int m = 0; m < M; ++m) run(x + size_t(m) * K, 1, 0, N, alone.data() + size_t(m) * N);
+  const size_t bytes = whole.size() * sizeof(float);
+  const bool splits = std::memcmp(whole.data(), split.data(), bytes) == 0;
+  const bool rows = std::memcmp(whole.data(), alone.data(), bytes) == 0;
+  return {std::move(whole), splits, rows};
+}
+
 // W [n, k] bf16 and x [m, k] fp32 from `seed`; W packed as the loader packs it. Reports:
 //   maxRelErr: max over outputs of |y - ref| / sum_k |x_eff[k] w[k]|, where ref is the double sum
 //     of x_eff * w and x_eff is x as the kernel sees it (bf16 hi + lo planes when precise, bf16(x)
 //     when not, x itself on AVX2);
-//   splitsIdentical: y computed in 32-row tasks (and the N % 32 tail on its own) equals one call;
-//   rowsIdentical: each row computed alone (M = 1) equals the batched result, bit for bit;
+//   splitsIdentical / rowsIdentical: check_layouts;
 //   unpackExact: unpack_row returns every row of W exactly (W packed in two row ranges).
 Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = info[0].As<Napi::Object>();
-  const std::string isa = o.Get("isa").As<Napi::String>().Utf8Value();
-  const int M = o.Get("m").As<Napi::Number>().Int32Value(), N = o.Get("n").As<Napi::Number>().Int32Value();
-  const int K = o.Get("k").As<Napi::Number>().Int32Value();
-  const bool precise = o.Get("precise").As<Napi::Boolean>().Value();
-  const uint64_t seed = uint64_t(o.Get("seed").As<Napi::Number>().Int64Value());
-  if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 65536 || K > 16384)
-    throw Napi::RangeError::New(env, "gemmCheck: bad shape");
+  const CheckArgs args = check_args(info, "gemmCheck");
+  const std::string& isa = args.isa;
+  const int M = args.M, N = args.N, K = args.K;
+  const bool precise = args.precise;
   const cpu::Kernels* kern = isa == "amx" || isa == "avx512" || isa == "avx2" ? cpu::select_kernels(isa) : nullptr;
   if (kern == nullptr) throw Napi::Error::New(env, "gemmCheck: ISA " + isa + " not supported by this CPU");
 
-  Rng rng(seed);
-  auto next = [&rng] { return float(rng.uniform() * 2.0 - 1.0); };  // uniform in [-1, 1)
-  std::vector<bf16_t> w(size_t(N) * K);
-  for (auto& v : w) v = f32_to_bf16(next());
-  std::vector<float> x(size_t(M) * K);
-  for (auto& v : x) v = next() * 3.0f;
+  std::vector<bf16_t> w;
+  std::vector<float> x;
+  check_inputs(args, &w, &x);
   std::vector<bf16_t> packed(cpu::packed_elems(N, K));
   // In two row ranges split at N / 2, as the loader's two packing threads do (mid-block when
   // N / 2 is not a multiple of 32).
@@ -51,7 +76,7 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
     for (int c = 0; c < K; ++c) unpack_exact = unpack_exact && row[size_t(c)] == bf16_to_f32(w[size_t(r) * K + c]);
   }
 
-  auto run = [&](const float* xs, int m, int n0, int n1, float* y) {
+  const CheckLayouts lay = check_layouts(args, x.data(), [&](const float* xs, int m, int n0, int n1, float* y) {
     cpu::Act a;
     a.M = m;
     a.K = K;
@@ -61,13 +86,8 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
     a.data = buf.data();
     kern->prepare_act(xs, K, a, 0, m);
     kern->gemm(a, packed.data(), N, n0, n1, y, N);
-  };
-  std::vector<float> whole(size_t(M) * N), split(size_t(M) * N), alone(size_t(M) * N);
-  run(x.data(), M, 0, N, whole.data());
-  const int full = N / cpu::kPackRows * cpu::kPackRows;
-  for (int n0 = 0; n0 < full; n0 += cpu::kPackRows) run(x.data(), M, n0, n0 + cpu::kPackRows, split.data());
-  if (full < N) run(x.data(), M, full, N, split.data());
-  for (int m = 0; m < M; ++m) run(x.data() + size_t(m) * K, 1, 0, N, alone.data() + size_t(m) * N);
+  });
+  const std::vector<float>& whole = lay.whole;
 
   // x as the kernel sees it, once per element.
   const bool bf16_isa = std::string(kern->isa) != "avx2";
@@ -90,8 +110,8 @@ Napi::Value GemmCheck(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("isa", kern->isa);
   out.Set("maxRelErr", max_rel);
-  out.Set("splitsIdentical", std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
-  out.Set("rowsIdentical", std::memcmp(whole.data(), alone.data(), whole.size() * sizeof(float)) == 0);
+  out.Set("splitsIdentical", lay.splits_identical);
+  out.Set("rowsIdentical", lay.rows_identical);
   out.Set("unpackExact", unpack_exact);
   return out;
 }

@@ -275,6 +275,10 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     const ModelRunner::Profile& pr = cpu_runner->profile();
     Napi::Object prof = Napi::Object::New(info.Env());
     prof.Set("gemmMs", pr.gemm_ms);
+    prof.Set("gemmQkvMs", pr.gemm_qkv_ms);
+    prof.Set("gemmOMs", pr.gemm_o_ms);
+    prof.Set("gemmGateUpMs", pr.gemm_gate_up_ms);
+    prof.Set("gemmDownMs", pr.gemm_down_ms);
     prof.Set("attentionMs", pr.attention_ms);
     prof.Set("otherMs", pr.other_ms);
     prof.Set("lmHeadMs", pr.lm_head_ms);

@@ -9,7 +9,6 @@
 
 #include "binding/gemm_check.h"
 #include "cpu/qgemm.h"
-#include "engine/rng.h"
 
 namespace ee {
 
@@ -20,27 +19,20 @@ namespace ee {
 //   scalarIdentical: y equals, bit for bit, qgemm.h's scalar epilogue of the exact integer sums
 //     (every int8 kernel shares it: all ISAs give the same bits);
 //   quantRelErr: max |y - x.w| / sum_k |x w| against the unquantized product in double;
-//   splitsIdentical / rowsIdentical: as gemmCheck (32-row tasks, each row alone).
+//   splitsIdentical / rowsIdentical: check_layouts (gemm_check.h), as gemmCheck.
 Napi::Value QgemmCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = info[0].As<Napi::Object>();
-  const std::string isa = o.Get("isa").As<Napi::String>().Utf8Value();
-  const int M = o.Get("m").As<Napi::Number>().Int32Value(), N = o.Get("n").As<Napi::Number>().Int32Value();
-  const int K = o.Get("k").As<Napi::Number>().Int32Value();
-  const uint64_t seed = uint64_t(o.Get("seed").As<Napi::Number>().Int64Value());
-  const bool precise = o.Get("precise").As<Napi::Boolean>().Value();
-  if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 65536 || K > 16384)
-    throw Napi::RangeError::New(env, "qgemmCheck: bad shape");
+  const CheckArgs args = check_args(info, "qgemmCheck");
+  const std::string& isa = args.isa;
+  const int M = args.M, N = args.N, K = args.K;
+  const bool precise = args.precise;
   // "best": what a load without --isa picks (on AMX hosts AMX-INT8 from 16 rows, AVX512-VNNI below).
   const cpu::Int8Kernels* kern = isa.empty() ? nullptr : cpu::select_int8_kernels(isa == "best" ? "" : isa);
   if (kern == nullptr) throw Napi::Error::New(env, "qgemmCheck: int8 ISA " + isa + " not supported by this CPU");
 
-  Rng rng(seed);
-  auto next = [&rng] { return float(rng.uniform() * 2.0 - 1.0); };
-  std::vector<bf16_t> w(size_t(N) * K);
-  for (auto& v : w) v = f32_to_bf16(next());
-  std::vector<float> x(size_t(M) * K);
-  for (auto& v : x) v = next() * 3.0f;
+  std::vector<bf16_t> w;
+  std::vector<float> x;
+  check_inputs(args, &w, &x);
   for (int m = 0; m < M; ++m) x[size_t(m) * K + size_t(m) % size_t(K)] *= 20.0f;
   const int Kp = cpu::pad_k8(K);
   std::vector<int8_t> q(cpu::packed_bytes8(N, K));
@@ -50,7 +42,7 @@ Napi::Value QgemmCheck(const Napi::CallbackInfo& info) {
   cpu::quantize_rows(w.data(), N, K, q.data(), sw.data(), ws.data(), N / 2, N);
   const cpu::QMatrix qm{q.data(), sw.data(), ws.data()};
 
-  auto run = [&](const float* xs, int m, int n0, int n1, float* y) {
+  const CheckLayouts lay = check_layouts(args, x.data(), [&](const float* xs, int m, int n0, int n1, float* y) {
     cpu::Act a;
     a.M = m;
     a.K = K;
@@ -60,13 +52,8 @@ Napi::Value QgemmCheck(const Napi::CallbackInfo& info) {
     a.data = buf.data();
     kern->prepare_act(xs, K, a, 0, m);
     kern->gemm(a, qm, N, n0, n1, y, N);
-  };
-  std::vector<float> whole(size_t(M) * N), split(size_t(M) * N), alone(size_t(M) * N);
-  run(x.data(), M, 0, N, whole.data());
-  const int full = N / cpu::kPackRows * cpu::kPackRows;
-  for (int n0 = 0; n0 < full; n0 += cpu::kPackRows) run(x.data(), M, n0, n0 + cpu::kPackRows, split.data());
-  if (full < N) run(x.data(), M, full, N, split.data());
-  for (int m = 0; m < M; ++m) run(x.data() + size_t(m) * K, 1, 0, N, alone.data() + size_t(m) * N);
+  });
+  const std::vector<float>& whole = lay.whole;
 
   // The activations' integers and scales per qgemm.h's rule, here in plain scalar code.
   std::vector<int> xq(x.size()), xr(x.size());
@@ -116,8 +103,8 @@ Napi::Value QgemmCheck(const Napi::CallbackInfo& info) {
   out.Set("maxRelErr", max_rel);
   out.Set("quantRelErr", quant_rel);
   out.Set("scalarIdentical", scalar_identical);
-  out.Set("splitsIdentical", std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
-  out.Set("rowsIdentical", std::memcmp(whole.data(), alone.data(), whole.size() * sizeof(float)) == 0);
+  out.Set("splitsIdentical", lay.splits_identical);
+  out.Set("rowsIdentical", lay.rows_identical);
   return out;
 }
 

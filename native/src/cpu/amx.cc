@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/qgemm.h"
@@ -61,6 +63,7 @@ inline void epilogue_planes(const int32_t* c, int mr, const float* sw, const flo
 }  // namespace ee::cpu
 
 #include "cpu/amx.inc"
+#include "cpu/amx_model.inc"
 
 namespace ee::cpu::amx {
 
@@ -127,19 +130,127 @@ double peak(long iters) {
   EE_TILE_STORE(0, sink, 64);
   volatile float keep = sink[0];
   (void)keep;
-  EE_TILE_RELEASE();
+  release();
   return double(iters) * 4 * 16 * 16 * (INT8 ? 64 : 32) * 2;  // 2 ops per multiply-add
 }
 
 double dot_peak8(long iters) { return peak<true>(iters); }
+
+// Rows up to which a bf16 GEMM runs on the AVX-512 tile model (amx_model.inc) when it matches.
+// NOTE: 4: a decode step of one to four sequences; from 5 rows on the tiles' throughput wins over
+// twice the AVX-512 instructions of a model product (bench/results/cpu-int8-amx-intel.json).
+constexpr int kModelRows = model::kMaxRows;
+
+// Which model gives the tile unit's exact bits on this CPU: both tried on random products of 1..3
+// rows over K = 256 (8 tile products per plane), precise and not, against the tiles themselves.
+TileModel select_tile_model() {
+  std::mt19937 rng(27);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 64, K = 256;
+  std::vector<bf16_t> w(size_t(N) * K), packed(packed_elems(N, K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(u(rng) * (i % 7 == 0 ? 40.0f : 1.0f));
+  pack_matrix(w.data(), N, K, packed.data(), 0, N);
+  for (TileModel tm : {TileModel::kSdm, TileModel::kSequential}) {
+    bool same = true;
+    for (int M = 1; M <= 3 && same; ++M)
+      for (bool precise : {true, false}) {
+        // (outputs sized for kModelRows rows: the model's code for 4 rows is reachable from here)
+        std::vector<float> x(size_t(M) * K), tiles(size_t(kModelRows) * N), mod(size_t(kModelRows) * N);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng) * (i % 5 == 0 ? 100.0f : 1.0f);
+        Act a;
+        a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = precise;
+        std::vector<uint8_t> buf(avx512::kKernels.act_bytes(M, K) + 64);
+        a.data = buf.data();
+        avx512::kKernels.prepare_act(x.data(), K, a, 0, M);
+        gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
+        model::gemm_blocks(tm, a, packed.data(), 0, N / kPackRows, mod.data(), N);
+        same = same && std::memcmp(tiles.data(), mod.data(), size_t(M) * N * sizeof(float)) == 0;
+      }
+    if (same) return tm;
+  }
+  return TileModel::kNone;
+}
+
+TileModel tile_model() {
+  static const TileModel tm = select_tile_model();
+  return tm;
+}
+
+// Which accumulation order the tile unit follows, among scalar candidates (for the next AVX-512 model
+// when neither of amx_model.inc's matches): one row, one plane, 4 tile products (K = 128) of random
+// data, each of the 64 outputs against each candidate. Products are exact in double (8-bit
+// significands); the candidates differ in where the sum is rounded to fp32:
+//   "sdm", "sequential": amx_model.inc's models;
+//   "pair-fused": c = fl(c + (e_k + o_k)) per pair k (the pair's two products added exactly);
+//   "tile-fused": c = fl(c + sum of the tile product's 32 products, exact);
+//   "tile-rounded": s = fl(sum of the 32 products, exact), c = fl(c + s).
+const char* diagnose_tile_order() {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 64, K = 128;
+  std::vector<bf16_t> w(size_t(N) * K), packed(packed_elems(N, K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(u(rng) * (i % 3 == 0 ? 30.0f : 1.0f));
+  pack_matrix(w.data(), N, K, packed.data(), 0, N);
+  std::vector<float> x(K), tiles(N);
+  for (int k = 0; k < K; ++k) x[size_t(k)] = bf16_to_f32(f32_to_bf16(u(rng) * (k % 4 == 0 ? 50.0f : 1.0f)));
+  Act a;
+  a.M = 1, a.K = K, a.Kp = pad_k(K), a.precise = false;
+  std::vector<uint8_t> buf(avx512::kKernels.act_bytes(1, K) + 64);
+  a.data = buf.data();
+  avx512::kKernels.prepare_act(x.data(), K, a, 0, 1);
+  gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
+  const char* names[] = {"sdm", "sequential", "pair-fused", "tile-fused", "tile-rounded"};
+  for (int h = 0; h < 5; ++h) {
+    bool same = true;
+    for (int n = 0; n < N && same; ++n) {
+      float c = 0;
+      for (int t = 0; t < K / 32; ++t) {
+        double exact = 0;
+        float fe = 0, fo = 0;
+        for (int p = 0; p < 16; ++p) {
+          const int k = 32 * t + 2 * p;
+          const double e = double(x[size_t(k)]) * bf16_to_f32(w[size_t(n) * K + k]);
+          const double o = double(x[size_t(k) + 1]) * bf16_to_f32(w[size_t(n) * K + k + 1]);
+          fe = float(double(fe) + e), fo = float(double(fo) + o);  // an exact product, one rounding
+          if (h == 1) c = float(double(float(double(c) + e)) + o);
+          if (h == 2) c = float(double(c) + (e + o));
+          exact += e + o;
+        }
+        if (h == 0) c = float(double(float(double(c) + fe)) + fo);
+        if (h == 3) c = float(double(c) + exact);
+        if (h == 4) c = float(double(c) + double(float(exact)));
+      }
+      same = c == tiles[size_t(n)];
+    }
+    if (same) return names[h];
+  }
+  return "unknown";
+}
 
 }  // namespace
 
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy) {
   const int full = N / kPackRows * kPackRows;
   const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
-  if (b0 < b1) gemm_bf16_blocks(a, w, b0, b1, y, ldy);
+  if (b0 < b1) {
+    const TileModel tm = a.M <= kModelRows ? tile_model() : TileModel::kNone;
+    if (tm != TileModel::kNone) model::gemm_blocks(tm, a, w, b0, b1, y, ldy);
+    else gemm_bf16_blocks(a, w, b0, b1, y, ldy);
+  }
   if (std::max(n0, full) < n1) avx512::kKernels.gemm(a, w, N, std::max(n0, full), n1, y, ldy);
+}
+
+const char* bf16_tile_order() {
+  static const char* order = diagnose_tile_order();
+  return order;
+}
+
+const char* bf16_small_rows_kernel() {
+  switch (tile_model()) {
+    case TileModel::kSdm: return "avx512bf16 (tile-exact, sdm model)";
+    case TileModel::kSequential: return "avx512bf16 (tile-exact, sequential model)";
+    default: return "amx-bf16";
+  }
 }
 
 double dot_peak_bf16(long iters) { return peak<false>(iters); }

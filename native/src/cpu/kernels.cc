@@ -12,6 +12,8 @@ extern const Kernels kKernels;
 namespace amx {
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 double dot_peak_bf16(long iters);
+const char* bf16_small_rows_kernel();
+const char* bf16_tile_order();
 }  // namespace amx
 bool amx_usable();  // qgemm.h
 
@@ -57,6 +59,9 @@ void pack_matrix(const bf16_t* src, int n, int k, bf16_t* dst, int row_begin, in
 void unpack_row(const bf16_t* packed, int n, int k, int r, float* out) {
   for (int c = 0; c < k; ++c) out[c] = bf16_to_f32(packed[packed_index(n, k, r, c)]);
 }
+
+const char* amx_bf16_small_rows() { return amx_usable() ? amx::bf16_small_rows_kernel() : "none"; }
+const char* amx_bf16_tile_order() { return amx_usable() ? amx::bf16_tile_order() : "none"; }
 
 const Kernels* select_kernels(const std::string& force) {
   __builtin_cpu_init();

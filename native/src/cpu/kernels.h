@@ -102,6 +102,15 @@ struct Kernels {
   double (*dot_peak)(long iters);
 };
 
+// On AMX hosts, the kernel that amx-bf16 GEMMs of up to 4 rows (decode steps) run on: "avx512bf16
+// (tile-exact, ... model)" where an AVX-512 model of the tile arithmetic gives the tile unit's bits
+// on this CPU (checked once per process), else "amx-bf16"; "none" without AMX.
+const char* amx_bf16_small_rows();
+// On AMX hosts, which scalar accumulation order reproduces the tile unit's tdpbf16ps bits ("sdm",
+// "sequential", "pair-fused", "tile-fused", "tile-rounded" or "unknown"; amx.cc says what each is): a
+// diagnosis for the next AVX-512 model when none of amx_model.inc's matches. "none" without AMX.
+const char* amx_bf16_tile_order();
+
 // force: "amx" (AVX-512 with AMX-BF16 GEMMs), "avx512", "avx2" or "" for the best the CPU supports. Returns nullptr
 // when the requested ISA is not supported by this CPU.
 const Kernels* select_kernels(const std::string& force);

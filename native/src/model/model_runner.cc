@@ -151,6 +151,12 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
   grow_scratch(T);
 
   auto clk = Clock::now();
+  // A layer GEMM's time: its matrix group's timer and the GEMM total.
+  auto lap_gemm = [this](Clock::time_point& t, double& group) {
+    const double before = group;
+    lap(t, group);
+    prof_.gemm_ms += group - before;
+  };
   prof_.steps++;
   prof_.tokens += uint64_t(T);
   // Embedding lookup; each row's RoPE angles.
@@ -178,7 +184,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     gemm(xn_.data(), T, H,
          {out(Lw.q_proj, Lw.i8.q_proj, QD, q_), out(Lw.k_proj, Lw.i8.k_proj, KVD, k_new_),
           out(Lw.v_proj, Lw.i8.v_proj, KVD, v_new_)});
-    lap(clk, prof_.gemm_ms);
+    lap_gemm(clk, prof_.gemm_qkv_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
     void* kc = kv_->k(l);
     void* vc = kv_->v(l);
@@ -211,7 +217,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     attention(l, batch, row0);
     lap(clk, prof_.attention_ms);
     gemm(attn_.data(), T, QD, {out(Lw.o_proj, Lw.i8.o_proj, H, tmp_)});
-    lap(clk, prof_.gemm_ms);
+    lap_gemm(clk, prof_.gemm_o_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) {
         k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
@@ -220,14 +226,14 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     });
     lap(clk, prof_.other_ms);
     gemm(xn_.data(), T, H, {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)});
-    lap(clk, prof_.gemm_ms);
+    lap_gemm(clk, prof_.gemm_gate_up_ms);
     rows(T, 16, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
     });
     lap(clk, prof_.other_ms);
     gemm(gate_.data(), T, I, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)});
-    lap(clk, prof_.gemm_ms);
+    lap_gemm(clk, prof_.gemm_down_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
     });

@@ -37,9 +37,11 @@ class ModelRunner : public IModelRunner {
   const cpu::Kernels& kernels() const { return *k_; }
   const cpu::Int8Kernels* int8_kernels() const { return k8_; }
 
-  // Cumulative wall time per phase since start (profiling; a few clock reads per layer).
+  // Cumulative wall time per phase since start (profiling; a few clock reads per layer). gemm_ms is
+  // the layers' GEMMs (activation preparation included), also split by matrix group.
   struct Profile {
     double gemm_ms = 0, attention_ms = 0, other_ms = 0, lm_head_ms = 0;
+    double gemm_qkv_ms = 0, gemm_o_ms = 0, gemm_gate_up_ms = 0, gemm_down_ms = 0;
     uint64_t steps = 0, tokens = 0;
   };
   const Profile& profile() const { return prof_; }

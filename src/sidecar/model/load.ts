@@ -64,7 +64,9 @@ export function kernelNames(load: Pick<NativeLoadOptions, 'device' | 'isa' | 'qu
   const bf16 = isa === 'amx' ? 'amx-bf16' : isa === 'avx512' ? 'avx512bf16' : isa === 'avx2' ? 'avx2' : cpu.best;
   const attention = bf16 === 'amx-bf16' ? 'avx512bf16' : bf16;
   const planes = load.precise === false ? '1 plane' : '2 planes';
-  if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}), attention ${attention}`;
+  // Decode steps of up to 4 rows on the AVX-512 model of the tile arithmetic, where it gives the tiles' bits.
+  const small = bf16 === 'amx-bf16' && cpu.amxBf16SmallRows.startsWith('avx512') ? `; up to 4 rows ${cpu.amxBf16SmallRows}` : '';
+  if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}${small}), attention ${attention}`;
   const i8 = isa === 'amx' ? 'amx-int8' : isa === 'avx512' ? 'avx512vnni' : isa === 'avx2' ? (cpu.avxvnni ? 'avxvnni' : 'avx2') : cpu.bestInt8;
   const head = load.lmHeadInt8 === false ? `${bf16} (bf16)` : i8;
   return `gemm ${i8} (int8 weights, ${planes}), lm_head ${head}, attention ${attention}`;

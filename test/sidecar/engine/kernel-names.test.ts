@@ -3,14 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { kernelNames } from '../../../src/sidecar/model/load.js';
 import type { CpuInfo } from '../../../src/sidecar/native.js';
 
-const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2 };
-const xeon: CpuInfo = { ...zen5, amx: true, best: 'amx-bf16', bestInt8: 'amx-int8/avx512vnni', cores: 16 };
+const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2, amxBf16SmallRows: 'none', amxBf16TileOrder: 'none' };
+const xeon: CpuInfo = { ...zen5, amx: true, best: 'amx-bf16', bestInt8: 'amx-int8/avx512vnni', cores: 16, amxBf16SmallRows: 'amx-bf16', amxBf16TileOrder: 'unknown' };
+const xeonModel: CpuInfo = { ...xeon, amxBf16SmallRows: 'avx512bf16 (tile-exact, sdm model)' };
 
 describe('kernelNames', () => {
   it('names the bf16 GEMMs, their planes and the attention kernels', () => {
     expect(kernelNames({ device: 'cpu' }, zen5)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), attention avx512bf16');
     expect(kernelNames({ device: 'cpu', precise: false }, xeon)).toBe('gemm amx-bf16 (bf16 weights, 1 plane), attention avx512bf16');
     expect(kernelNames({ device: 'cpu', isa: 'avx512' }, xeon)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), attention avx512bf16');
+  });
+
+  it('names the kernel of small-M amx-bf16 GEMMs when it is the AVX-512 model of the tiles', () => {
+    expect(kernelNames({ device: 'cpu' }, xeonModel)).toBe('gemm amx-bf16 (bf16 weights, 2 planes; up to 4 rows avx512bf16 (tile-exact, sdm model)), attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', isa: 'avx512' }, xeonModel)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), attention avx512bf16');
   });
 
   it('names the int8 GEMMs and the LM head, bf16 when asked', () => {
