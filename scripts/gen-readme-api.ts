@@ -42,11 +42,15 @@ const NOTES: Record<string, string> = {
   logit_bias: 'keys are token ids in [0, vocab), values in [-100, 100]',
   temperature: 'below 1e-5 means greedy (vLLM\'s epsilon)',
   suffix: 'only empty',
-  tools: 'only an empty list (no function calling)',
+  tools: 'function tools; `parameters` must be a JSON Schema (calls are constrained to it); chat: rendered into the prompt (see Tool calling)',
+  tool_choice: '`auto` (the default with tools; needs `--enable-auto-tool-choice`), `required`, a named function: calls constrained to be valid; `none`',
+  parallel_tool_calls: 'false: at most one call',
+  chat_template: "vLLM: the request's own template; refused unless `--trust-request-chat-template`",
+  chat_template_kwargs: 'vLLM: extra template variables; not `messages`, `tools`, `add_generation_prompt` or special tokens',
   user: 'accepted as metadata (no effect on the output, as OpenAI)',
   stop: 'never included in the output',
   seed: 'reproducible per seed, alone or batched',
-  messages: '`name` is passed to the chat template (ERNIE\'s does not render it, as with vLLM); text parts are joined',
+  messages: '`name` is passed to the chat template (ERNIE\'s does not render it, as with vLLM); text parts are joined; assistant `tool_calls` and `tool` messages (`tool_call_id`) are accepted',
   response_format: 'only `{"type": "text"}`',
 };
 
