@@ -14,6 +14,7 @@ import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
 import { kernelNames, planCheckpoint } from './model/load.js';
 import { native } from './native.js';
+import { startGrammarPool } from './grammar/start.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
 import { LoadingBackend } from './server/loading-backend.js';
@@ -176,10 +177,15 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   const poolSize = opts.tokenizerPoolSize ?? 1;
   const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: textOptions, vocabSize: model.vocabSize }, poolSize) : undefined;
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer, cacheConfig }, (onStep) =>
+  const grammar = await startGrammarPool(bundle, model.vocabSize).catch(async (e: unknown) => {
+    await tokenizePool?.close();
+    throw e;
+  });
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: opts.maxNumQueuedReqs, tokenizePool, tracer: deps.tracer, cacheConfig, grammar }, (onStep) =>
     factory.create(checkpoint, plan, engineOptions, bundle, onStep),
   ).catch(async (e: unknown) => {
     await tokenizePool?.close();
+    await grammar.stop();
     throw e;
   });
   logLoaded(logger, opts, factory, checkpoint, plan, (performance.now() - t0) / 1000);

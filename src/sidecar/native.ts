@@ -174,8 +174,28 @@ let cached: NativeAddon | undefined;
  * Starts a native engine with the API's limits (ENGINE_LIMITS, which the binding requires: it has no
  * values of its own), so callers pass only what they choose. The one place the limits are applied.
  */
-export function createNativeEngine(load: NativeLoadOptions, engine: Omit<NativeEngineConfig, keyof EngineLimits>, onStep: StepCallback): Promise<NativeEngine> {
-  return native().createEngine(load, { ...ENGINE_LIMITS, ...engine }, onStep);
+export async function createNativeEngine(load: NativeLoadOptions, engine: Omit<NativeEngineConfig, keyof EngineLimits>, onStep: StepCallback): Promise<NativeEngine> {
+  // The engine keeps only a pointer to a request's grammar buffer: it is held here until the request's
+  // last output (the one with timing), after which the step thread never reads it again.
+  const grammars = new Map<number, Int32Array>();
+  const e = await native().createEngine(load, { ...ENGINE_LIMITS, ...engine }, (outs) => {
+    if (grammars.size > 0) for (const o of outs) if (o.timing) grammars.delete(o.id);
+    onStep(outs);
+  });
+  return {
+    submit: (req) => {
+      const refused = e.submit(req);
+      if (refused === null && req.grammar) grammars.set(req.id, req.grammar);
+      return refused;
+    },
+    abort: (id) => e.abort(id),
+    pause: (id, paused) => e.pause(id, paused),
+    stats: () => e.stats(),
+    close: async () => {
+      await e.close();
+      grammars.clear();
+    },
+  };
 }
 
 /** Loads the addon once. Throws with a clear message when it was not built. */

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define EE_CUDA_ABI_VERSION 4
+#define EE_CUDA_ABI_VERSION 5
 
 typedef struct EeCudaModel EeCudaModel;
 
@@ -78,13 +78,16 @@ void ee_cuda_destroy(EeCudaModel* m);
 int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out);
 /* Sampling on the GPU, per logits row: temperature <= 0 is greedy; top_k 0 = off; top_p 1 and min_p
  * 0 = off; u is the row's uniform draw in [0, 1) (the caller's random stream); the first n_ban ids of
- * ban can be neither picked nor drawn (min_tokens: the stop ids). */
+ * ban can be neither picked nor drawn (min_tokens: the stop ids); mask, when non-null, is the row's
+ * grammar mask in host memory, ceil(vocab / 32) words (bit t % 32 of word t / 32 set: token t
+ * allowed): a disallowed token can be neither picked nor drawn. A step's masks are uploaded in one copy. */
 #define EE_CUDA_MAX_BANS 8
 typedef struct {
   float temperature, top_p, min_p, u;
   int top_k;
   int n_ban; /* 0..EE_CUDA_MAX_BANS */
   int32_t ban[EE_CUDA_MAX_BANS];
+  const uint32_t* mask;
 } EeCudaSample;
 
 /* Runs one step. Exactly one of logits / argmax is non-null: logits receives rows * vocab floats

@@ -275,7 +275,7 @@ __device__ __forceinline__ float radix_select(const float* w, int V, float lo, u
 }
 
 __global__ void __launch_bounds__(kSampleThreads, 2)
-    sample_kernel(float* y, int R, int V, int planes, const SampleParams* sp, int32_t* out) {
+    sample_kernel(float* y, int R, int V, int planes, const SampleParams* sp, const uint32_t* masks, int32_t* out) {
   __shared__ float fred[33];
   __shared__ unsigned long long kred[33];
   __shared__ unsigned long long hist[kSampleHists][256];
@@ -291,6 +291,11 @@ __global__ void __launch_bounds__(kSampleThreads, 2)
   if (t < p.n_ban && t < EE_CUDA_MAX_BANS) {
     const int id = p.ban[t];
     if (id >= 0 && id < V) w[id] = -INFINITY;
+  }
+  if (p.masked) {  // the grammar's disallowed tokens, the same way (each thread its own elements)
+    const uint32_t* mrow = masks + size_t(r) * size_t((V + 31) / 32);
+    for (int v = t; v < V; v += kSampleThreads)
+      if (!((mrow[v >> 5] >> (v & 31)) & 1u)) w[v] = -INFINITY;
   }
   __syncthreads();
   if (p.temperature <= 0.0f) {  // greedy: first maximum
@@ -537,8 +542,9 @@ void logits_argmax(const float* y, int R, int V, int planes, unsigned long long*
   launch(argmax_index_kernel, (R + 255) / 256, 256, 0, s, keys, R, argmax);
 }
 
-void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s) {
-  launch(sample_kernel, R, kSampleThreads, 0, s, y, R, V, planes, params, out);
+void sample(float* y, int R, int V, int planes, const SampleParams* params, const uint32_t* masks, int32_t* out,
+            cudaStream_t s) {
+  launch(sample_kernel, R, kSampleThreads, 0, s, y, R, V, planes, params, masks, out);
 }
 
 bool gemv(const bf16* w, int N, int K, const bf16* a, int M, void* out, bool out_bf16, cudaStream_t s) {

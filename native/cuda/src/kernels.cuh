@@ -105,11 +105,13 @@ void logits_argmax(const float* y, int R, int V, int planes, unsigned long long*
 // (from the sequence's own random stream, on the host).
 struct SampleParams {
   float temperature, top_p, min_p, u;
-  int top_k, n_ban, pad1, pad2;
-  int32_t ban[EE_CUDA_MAX_BANS];  // the first n_ban: ids the row may not pick (their logits become -inf)
+  int top_k, n_ban, masked, pad2;  // masked: the row's grammar mask is in the step's mask rows
+  int32_t ban[EE_CUDA_MAX_BANS];   // the first n_ban: ids the row may not pick (their logits become -inf)
 };
-// y: lm_head output [planes*R, V] (overwritten); out[r] = the sampled token of row r.
-void sample(float* y, int R, int V, int planes, const SampleParams* params, int32_t* out, cudaStream_t s);
+// y: lm_head output [planes*R, V] (overwritten); out[r] = the sampled token of row r. masks: [R,
+// ceil(V / 32)] grammar masks, row r read when params[r].masked (bit v % 32 of word v / 32: v allowed).
+void sample(float* y, int R, int V, int planes, const SampleParams* params, const uint32_t* masks, int32_t* out,
+            cudaStream_t s);
 
 // out[M, N] = a[M, K] · w[N, K]^T (bf16 in, fp32 or bf16 out (out_bf16), row-major) for small M: a
 // weight-streaming GEMV (cuBLAS's small-M kernels read the weights at a fraction of HBM bandwidth).

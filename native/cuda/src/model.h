@@ -122,6 +122,7 @@ struct EeCudaModel {
   int32_t *meta = nullptr, *meta_h = nullptr, *argmax_d = nullptr, *argmax_h = nullptr, *pairs = nullptr;
   unsigned long long* argmax_keys = nullptr;
   eec::SampleParams *sample_d = nullptr, *sample_h = nullptr;  // [cap_r] per-row sampling parameters
+  uint32_t *mask_d = nullptr, *mask_h = nullptr;               // [cap_r, ceil(V / 32)] grammar masks
   float *logits_d = nullptr, *logits_h = nullptr;
   int cap_pairs = 0;
 
@@ -140,6 +141,7 @@ struct EeCudaModel {
   // Ints of the metadata of S rows, SR logit rows and bt block-table entries (layout: row_meta).
   static int meta_len(int S, int SR, int bt) { return 6 * S + SR + 2 + bt; }
   int meta_ints() const { return meta_len(cap_t, cap_r, cap_bt); }
+  int mask_words() const { return (V + 31) / 32; }
   // The step's metadata, packed for S rows and SR logit rows (S = the graph's batch or the eager
   // step's rows), so that only what the step uses crosses PCIe: [token | pos | slot | bt_off |
   // tile_row | tile_n] x S, out_row x SR, counts x 2, block tables.

@@ -12,15 +12,16 @@ void EeCudaModel::drop_graphs() {
 
 void EeCudaModel::free_buffers() {
   for (void* p : {(void*)x, (void*)y, (void*)q, (void*)part_acc, (void*)part_ml, (void*)ylog, (void*)act, (void*)meta,
-                  (void*)argmax_d, (void*)argmax_keys, (void*)sample_d, (void*)logits_d})
+                  (void*)argmax_d, (void*)argmax_keys, (void*)sample_d, (void*)mask_d, (void*)logits_d})
     if (p) cudaFree(p);
-  for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)sample_h, (void*)logits_h})
+  for (void* p : {(void*)meta_h, (void*)argmax_h, (void*)sample_h, (void*)mask_h, (void*)logits_h})
     if (p) cudaFreeHost(p);
   x = y = q = part_acc = part_ml = ylog = logits_d = logits_h = nullptr;
   act = nullptr;
   meta = meta_h = argmax_d = argmax_h = nullptr;
   argmax_keys = nullptr;
   sample_d = sample_h = nullptr;
+  mask_d = mask_h = nullptr;
 }
 
 void EeCudaModel::ensure(int t, int r, size_t rp, int bt, bool want_logits) {
@@ -53,6 +54,8 @@ void EeCudaModel::ensure(int t, int r, size_t rp, int bt, bool want_logits) {
   argmax_keys = eec::dalloc<unsigned long long>(R);
   sample_d = eec::dalloc<eec::SampleParams>(R);
   sample_h = eec::halloc<eec::SampleParams>(R);
+  mask_d = eec::dalloc<uint32_t>(R * size_t(mask_words()));
+  mask_h = eec::halloc<uint32_t>(R * size_t(mask_words()));
   argmax_h = eec::halloc<int32_t>(R);
   if (cap_rl > 0) {
     logits_d = eec::dalloc<float>(size_t(cap_rl) * V);

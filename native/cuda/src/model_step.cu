@@ -114,6 +114,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   counts[1] = pre_tiles;
   m.cur = EeCudaModel::row_meta(m.meta, S, SR);
   if (sampling) {  // padded graph rows sample greedily (their ids are never read)
+    const size_t W = size_t(m.mask_words());
+    int mask_rows = 0;  // rows [0, mask_rows) are uploaded: up to the last masked one
     for (int i = 0; i < SR; ++i) {
       eec::SampleParams& p = m.sample_h[i];
       p = eec::SampleParams{};
@@ -125,9 +127,16 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
         p.top_k = sampling[i].top_k;
         p.n_ban = std::min(std::max(sampling[i].n_ban, 0), EE_CUDA_MAX_BANS);
         for (int b = 0; b < p.n_ban; ++b) p.ban[b] = sampling[i].ban[b];
+        if (sampling[i].mask) {
+          p.masked = 1;
+          std::memcpy(m.mask_h + size_t(i) * W, sampling[i].mask, sizeof(uint32_t) * W);
+          mask_rows = i + 1;
+        }
       }
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
+    if (mask_rows > 0)
+      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice, m.st));
   }
   CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(EeCudaModel::meta_len(S, SR, bt_at + 1)),
                      cudaMemcpyHostToDevice, m.st));

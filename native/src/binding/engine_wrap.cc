@@ -138,6 +138,18 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     r.min_tokens = get_int(o, "minTokens", 0);
     r.logprobs = get_int(o, "logprobs", -1);
     r.prompt_logprobs = get_int(o, "promptLogprobs", -1);
+    // The grammar masks' shared buffer (an Int32Array over a SharedArrayBuffer; request.h has its
+    // layout). The engine keeps only the pointer: the sidecar holds the buffer until the last output.
+    Napi::Value g = o.Get("grammar");
+    if (g.IsTypedArray()) {
+      if (g.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        return Napi::String::New(info.Env(), "grammar must be an Int32Array");
+      auto a = g.As<Napi::Int32Array>();
+      r.mask_words = get_int(o, "maskWords", 0);
+      if (r.mask_words < 1 || a.ElementLength() != size_t(r.n) * size_t(1 + r.mask_words))
+        return Napi::String::New(info.Env(), "grammar must hold n ready words and n rows of maskWords words");
+      r.grammar = a.Data();
+    }
     std::string err = h_->engine->submit(std::move(r));
     return err.empty() ? info.Env().Null() : Napi::String::New(info.Env(), err);
   }

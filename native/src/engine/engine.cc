@@ -50,6 +50,9 @@ std::string Engine::submit(RequestSpec r) {
     return "this request needs " + std::to_string(int64_t(P) + r.max_tokens) + " tokens (" + std::to_string(P) +
            " in the prompt + " + std::to_string(r.max_tokens) + " to generate), more than max_model_len " +
            std::to_string(cfg_.max_model_len);
+  if (r.grammar && r.mask_words != (V + 31) / 32)
+    return "a grammar mask needs " + std::to_string((V + 31) / 32) + " words per row (vocabulary " + std::to_string(V) +
+           "), got " + std::to_string(r.mask_words);
   const int64_t blocks = (int64_t(P) + r.max_tokens + bs - 1) / bs;
   if (blocks > kv_.pool().num_blocks())
     return "this request needs " + std::to_string(blocks) + " KV blocks but the cache has only " +
@@ -253,9 +256,15 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
     kv_.fork(parent, *c);
     sched_.add_running(c.get());
     ++r.unfinished;
-    SampleOut so = sampler_.sample(logits, *c, scratch_[0]);
     Sequence& cref = *c;
     r.seqs.push_back(std::move(c));
+    const uint32_t* mask = nullptr;
+    const MaskWait w = await_mask(cref, mask);
+    if (w == MaskWait::kAborted || w == MaskWait::kFailed) {
+      end_unmasked(r, cref, w, out);
+      continue;
+    }
+    SampleOut so = sampler_.sample(logits, cref, scratch_[0], mask);
     append(r, cref, so, out);
   }
 }
@@ -316,8 +325,18 @@ void Engine::step(std::vector<StepOutput>& out) {
   if (any_all_rows) greedy_only = device_only = false;  // the prompt rows' logits come to the host
   std::vector<float>& logits = logits_;                 // reused: 64 rows of a 103k vocabulary are 26 MB per step
   std::vector<int32_t> argmax;
+  // Grammar masks: on the host path waited for after the forward pass, which their computation
+  // overlapped; on the device path before it (the device sampler needs them at launch).
+  std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
+  std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
+  auto await_masks = [&] {
+    for (size_t i = 0; i < so.seqs.size(); ++i)
+      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
+  };
+  auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
+    await_masks();
     std::vector<DeviceSampling> params(static_cast<size_t>(rows));
     for (size_t i = 0; i < so.seqs.size(); ++i) {
       if (row_of[i] < 0) continue;
@@ -332,10 +351,12 @@ void Engine::step(std::vector<StepOutput>& out) {
       // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
       // (greedy draws none there either).
       p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
-      if (r.bans_stops(s.num_output())) {
+      if (r.bans_stops(s.num_output()) &&
+          (!masks[i] || Sampler::allows_non_stop(masks[i], runner_->config().vocab_size, r.stop_token_ids))) {
         p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
         std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
       }
+      p.mask = masks[i];  // null for a row whose wait ended it (aborted, failed): its token is dropped
     }
     st = runner_->forward_sample(slices, params, argmax);
   } else if (st.is_ok()) {
@@ -367,10 +388,11 @@ void Engine::step(std::vector<StepOutput>& out) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
+    await_masks();
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
-      if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0) return;
+      if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0 || unmasked(size_t(i))) return;
       samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
-                                           scratch_[size_t(worker)]);
+                                           scratch_[size_t(worker)], masks[size_t(i)]);
     });
   }
   for (size_t i = 0; i < so.seqs.size(); ++i) {
@@ -391,6 +413,10 @@ void Engine::step(std::vector<StepOutput>& out) {
       finish_seq(r, s, Finish::Length, out, &o);
       continue;
     }
+    if (unmasked(i)) {  // aborted while its mask was awaited, or its grammar failed: no token
+      end_unmasked(r, s, mask_waits[i], out);
+      continue;
+    }
     // Fork before the parent's token is appended: the parent may finish (and free its blocks) on it.
     if (s.index == 0 && !s.forked && r.spec->n > 1) fork_choices(r, s, logits.data() + size_t(row_of[i]) * V, out);
     append(r, s, samples[i], out);
@@ -409,11 +435,49 @@ bool Engine::raw_logits_suffice(const Sequence& s) {
   return r.logit_bias_ids.empty() && !r.uses_penalties() && r.logprobs < 0 && !fork_pending;
 }
 
-bool Engine::plain_greedy(const Sequence& s) {
-  return s.req->temperature <= 0.0f && raw_logits_suffice(s) && !s.req->bans_stops(s.num_output());
+bool Engine::abort_pending(uint32_t id) {
+  return stop_ || std::find(aborts_.begin(), aborts_.end(), id) != aborts_.end();
 }
 
-// NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler.
+Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
+  const RequestSpec& r = *s.req;
+  row = nullptr;
+  if (!r.grammar) return MaskWait::kNone;
+  const int32_t* ready = r.mask_ready(s.index);
+  const int32_t want = int32_t(s.num_output());
+  // NOTE: the worker publishes a row with a release store to ready (Atomics.store); this acquire
+  // load orders the row's words before their use. Spin a little (the row is usually there: it was
+  // computed during the forward pass), then sleep in short waits that an abort or stop cuts short.
+  for (int spin = 0;; ++spin) {
+    const int32_t v = __atomic_load_n(ready, __ATOMIC_ACQUIRE);
+    if (v == want) {
+      row = r.mask_row(s.index);
+      return MaskWait::kReady;
+    }
+    if (v == RequestSpec::kMaskFailed) return MaskWait::kFailed;
+    if (spin < 256) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (abort_pending(r.id)) return MaskWait::kAborted;
+    cv_.wait_for(lock, std::chrono::microseconds(100));
+    if (abort_pending(r.id)) return MaskWait::kAborted;
+  }
+}
+
+void Engine::end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepOutput>& out) {
+  StepOutput& o = bare_output(r, s.index, out);
+  if (w == MaskWait::kFailed) o.error = "structured output: the grammar matcher failed for this choice";
+  finish_seq(r, s, w == MaskWait::kFailed ? Finish::Error : Finish::Abort, out, &o);
+}
+
+bool Engine::plain_greedy(const Sequence& s) {
+  return s.req->temperature <= 0.0f && raw_logits_suffice(s) && !s.req->bans_stops(s.num_output()) && !s.req->grammar;
+}
+
+// NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler. A
+// grammar's mask goes to the device sampler with the row (DeviceSampling::mask).
 bool Engine::device_samplable(const Sequence& s) {
   const RequestSpec& r = *s.req;
   return raw_logits_suffice(s) &&

@@ -137,6 +137,15 @@ class Engine {
   // (device_samplable: temperature sampling, or greedy with the min_tokens ban of at most
   // DeviceSampling::kMaxBans stop ids, which the device sampler applies).
   static bool raw_logits_suffice(const Sequence& s);
+  // Structured output: the mask row for s's next token. Called after the forward pass (the sidecar's
+  // grammar worker computes it meanwhile, once it has s's previous token): waits until the row is
+  // written for s's output length. Rows without a grammar return kNone at once. An abort of the
+  // request (or stop) wakes the wait: kAborted; kFailed: the grammar worker gave up on the choice.
+  enum class MaskWait { kNone, kReady, kAborted, kFailed };
+  MaskWait await_mask(const Sequence& s, const uint32_t*& row);
+  bool abort_pending(uint32_t id);  // under mu_
+  // Ends a choice that gets no token this step (MaskWait kAborted: Abort; kFailed: Error).
+  void end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepOutput>& out);
   static bool plain_greedy(const Sequence& s);
   static bool device_samplable(const Sequence& s);
 

@@ -30,9 +30,23 @@ struct RequestSpec {
   // -1: none; k >= 0: every prompt token's logprob (from the 2nd on), its rank and the top-k, computed
   // in the prefill (which then skips the prefix cache: every position's logits are needed).
   int prompt_logprobs = -1;
+  // Structured output: the token masks the sidecar's grammar worker writes (src/sidecar/grammar/
+  // mask-layout.ts), or null. Layout, int32 words: n `ready` words, then n rows of mask_words words.
+  // Row i is choice i's mask for its next token, valid while ready[i] equals that choice's output
+  // length (kMaskFailed: the worker gave up on it); bit t % 32 of word t / 32 set = token t allowed.
+  // The sidecar keeps the buffer alive until the request's last output.
+  int32_t* grammar = nullptr;
+  int mask_words = 0;  // ceil(vocab / 32)
+  static constexpr int32_t kMaskFailed = -2;
 
   // True while sequence outputs `num_output` must not end on a stop token.
   bool bans_stops(int num_output) const { return num_output < min_tokens && !stop_token_ids.empty(); }
+
+  // Choice `index`'s ready word and mask row (grammar != null).
+  int32_t* mask_ready(int index) const { return grammar + index; }
+  const uint32_t* mask_row(int index) const {
+    return reinterpret_cast<const uint32_t*>(grammar + n + size_t(index) * size_t(mask_words));
+  }
 
   bool uses_penalties() const {
     return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;

@@ -100,10 +100,34 @@ int32_t Sampler::choose(float* x, const RequestSpec& r, Rng& rng, SamplerScratch
   return idx[size_t(n - 1)];
 }
 
-SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) const {
+void Sampler::apply_mask(const float* logits, const uint32_t* mask, int vocab, float* out) {
+  for (int w = 0; w * 32 < vocab; ++w) {
+    const uint32_t bits = mask[w];
+    const int end = std::min(vocab, w * 32 + 32);
+    for (int t = w * 32; t < end; ++t) out[t] = (bits >> (t & 31)) & 1u ? logits[t] : -INFINITY;
+  }
+}
+
+bool Sampler::allows_non_stop(const uint32_t* mask, int vocab, const std::vector<int32_t>& stops) {
+  for (int w = 0; w * 32 < vocab; ++w) {
+    uint32_t bits = mask[w];
+    if (vocab - w * 32 < 32) bits &= (1u << (vocab - w * 32)) - 1u;
+    for (const int32_t t : stops)
+      if (t >= w * 32 && t < w * 32 + 32) bits &= ~(1u << (t & 31));
+    if (bits) return true;
+  }
+  return false;
+}
+
+SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc, const uint32_t* mask) const {
   const RequestSpec& r = *s.req;
   const int V = vocab_;
   SampleOut out;
+  if (mask) {  // from here on the masked row is the model's output (logprobs included)
+    sc.masked.resize(size_t(V));
+    apply_mask(logits, mask, V, sc.masked.data());
+    logits = sc.masked.data();
+  }
   std::vector<float>& x = sc.processed;  // per-worker scratch: no allocation per token
   x.assign(logits, logits + V);
   for (size_t i = 0; i < r.logit_bias_ids.size(); ++i) {
@@ -112,7 +136,7 @@ SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) 
   }
   // min_tokens: stop ids get no probability (greedy skips them; sampling weighs them 0, or the
   // vectorised exp's floor e^-87 next to the maximum's 1).
-  if (r.bans_stops(s.num_output()))
+  if (r.bans_stops(s.num_output()) && (!mask || allows_non_stop(mask, V, r.stop_token_ids)))
     for (const int32_t t : r.stop_token_ids)
       if (t >= 0 && t < V) x[size_t(t)] = -INFINITY;
   if (r.uses_penalties()) {
@@ -125,6 +149,14 @@ SampleOut Sampler::sample(const float* logits, Sequence& s, SamplerScratch& sc) 
       if (t >= 0 && t < V) x[size_t(t)] -= r.frequency_penalty * float(c) + r.presence_penalty;
   }
   out.token = choose(x.data(), r, s.rng, sc);
+  // The vectorised exp floors -inf at e^-87, so a disallowed token keeps a weight of ~1e-38; a draw
+  // of exactly 0 could land on one. Never let it: the first allowed maximum instead.
+  if (mask && !((mask[out.token >> 5] >> (out.token & 31)) & 1u)) {
+    int32_t best = -1;
+    for (int t = 0; t < V; ++t)
+      if (((mask[t >> 5] >> (t & 31)) & 1u) && (best < 0 || x[size_t(t)] > x[size_t(best)])) best = t;
+    if (best >= 0) out.token = best;
+  }
   if (r.logprobs >= 0) {
     const float mx = k_->max_val(logits, V);
     const float lse = mx + std::log(k_->exp_sum(logits, V, mx, nullptr));

@@ -19,6 +19,7 @@ struct SampleOut {
 };
 
 struct SamplerScratch {
+  std::vector<float> masked;     // the row with a grammar's disallowed tokens at -inf
   std::vector<float> processed;  // the row after bias and penalties
   std::vector<float> x;
   std::vector<int32_t> idx;
@@ -28,8 +29,16 @@ class Sampler {
  public:
   Sampler(const cpu::Kernels* k, int vocab) : k_(k), vocab_(vocab) {}
   // NOTE: logprobs are those of the raw model output (before penalties, temperature and
-  // truncation), as vLLM returns by default.
-  SampleOut sample(const float* logits, Sequence& s, SamplerScratch& scratch) const;
+  // truncation), as vLLM returns by default; with a grammar, of the masked output (vLLM applies the
+  // bitmask to the logits before its sampler computes logprobs).
+  // mask: the grammar's allowed tokens for this token (RequestSpec::mask_row), or null: bit t % 32 of
+  // word t / 32; the words cover the vocabulary (ceil(vocab / 32)).
+  SampleOut sample(const float* logits, Sequence& s, SamplerScratch& scratch, const uint32_t* mask = nullptr) const;
+  // Copies `logits` with every token the mask disallows at -inf.
+  static void apply_mask(const float* logits, const uint32_t* mask, int vocab, float* out);
+  // Whether the mask allows some token outside `stops` (then min_tokens may ban the stop ids; when a
+  // grammar allows nothing but a stop id, the grammar wins: the ban would leave no token).
+  static bool allows_non_stop(const uint32_t* mask, int vocab, const std::vector<int32_t>& stops);
   // Records a new output token in the sequence's penalty state.
   static void note_token(Sequence& s, int32_t token, int vocab);
 

@@ -92,7 +92,7 @@ class CudaModelRunner : public IModelRunner {
     sp.reserve(params.size());
     static_assert(DeviceSampling::kMaxBans == EE_CUDA_MAX_BANS, "one ban list size on both sides of the ABI");
     for (const DeviceSampling& p : params) {
-      EeCudaSample s{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}};
+      EeCudaSample s{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}, p.mask};
       std::copy(p.ban, p.ban + DeviceSampling::kMaxBans, s.ban);
       sp.push_back(s);
     }

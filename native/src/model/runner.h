@@ -24,13 +24,15 @@ struct SeqSlice {
 
 // Sampling where the logits are, per logits row: temperature <= 0 is greedy; top_k 0, top_p 1 and
 // min_p 0 are off; u is the row's uniform draw in [0, 1) from the sequence's own random stream; the
-// first n_ban ids of ban are never picked (min_tokens' stop ids).
+// first n_ban ids of ban are never picked (min_tokens' stop ids); mask, when set, is the row's grammar
+// mask (RequestSpec::mask_row): only the tokens it allows can be picked.
 struct DeviceSampling {
   static constexpr int kMaxBans = 8;  // = EE_CUDA_MAX_BANS (native/cuda/include/ernie_cuda.h)
   float temperature = 0, top_p = 1, min_p = 0, u = 0;
   int top_k = 0;
   int n_ban = 0;
   int32_t ban[kMaxBans] = {};
+  const uint32_t* mask = nullptr;
 };
 
 class IModelRunner {

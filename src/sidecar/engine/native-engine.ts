@@ -30,6 +30,10 @@ export interface EngineRequest {
   /** -1 / absent: none; k >= 0: each prompt token's logprob (from the 2nd), rank and top-k, computed in
    * the prefill (such a prompt skips the prefix cache: every position's logits are needed). */
   promptLogprobs?: number;
+  /** Structured output: the grammar masks' shared buffer (src/sidecar/grammar/mask-layout.ts) and its
+   * row length, ceil(vocab / 32) words. Held by the engine binding's caller until the last output. */
+  grammar?: Int32Array;
+  maskWords?: number;
 }
 
 /** Prompt logprobs computed in one step (choice 0's output): prompt tokens start.. start+count-1. */

@@ -25,9 +25,11 @@ import {
 } from '../../protocol/engine-client.js';
 import { EventQueue } from '../../protocol/event-queue.js';
 import { eventUnits, nextCoalesced } from '../../protocol/flow.js';
+import type { WireError } from '../../protocol/messages.js';
 import { toWireError, type Emit, type PushBackend, type PushedStream } from '../../protocol/push-stream.js';
 import type { Tracer } from '../../protocol/trace.js';
-import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
+import { Finish, type NativeEngine, type StepOutput } from '../engine/native-engine.js';
+import type { GrammarPool, GrammarSession } from '../grammar/pool.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { toEngineRequest } from './engine-request.js';
 import { LiveRequest } from './live-request.js';
@@ -40,6 +42,8 @@ import { offThread, type TokenizePool } from './tokenize-pool.js';
  * the last one ends a drain notices: short next to a shutdown, long next to the few wake-ups it costs.
  */
 const DRAIN_POLL_MS = 20;
+
+type WireErrorEvent = { type: 'error' } & WireError;
 
 export interface EngineHostOptions {
   bundle: TokenizerBundle;
@@ -55,6 +59,8 @@ export interface EngineHostOptions {
   tracer?: Tracer;
   /** vllm:cache_config_info's labels, as the sidecar sized the KV cache. */
   cacheConfig?: Record<string, string>;
+  /** The grammar engine (../grammar/pool.ts); without one a request with a constraint is refused. */
+  grammar?: GrammarPool;
 }
 
 export class EngineHost implements EngineClient, PushBackend {
@@ -67,7 +73,9 @@ export class EngineHost implements EngineClient, PushBackend {
   private closed = false;
   private readonly now: () => number;
   private readonly maxTokenBytes: number;
-  private readonly admitting = new Set<string>(); // ids being tokenized (duplicate check)
+  private readonly admitting = new Set<string>(); // ids being tokenized or compiled (duplicate check)
+  private readonly grammars = new Map<number, GrammarSession>(); // engine id → its masks (constrained requests)
+  private readonly byGrammar = new Map<number, LiveRequest>(); // grammar session key → request
 
   private constructor(private readonly opts: EngineHostOptions) {
     this.now = opts.now ?? (() => performance.now());
@@ -81,6 +89,7 @@ export class EngineHost implements EngineClient, PushBackend {
   ): Promise<EngineHost> {
     const host = new EngineHost(opts);
     host.engine = await createEngine((outputs) => host.handleStep(outputs));
+    if (opts.grammar) opts.grammar.onFailed = (key, _index, message) => host.grammarFailed(key, message);
     return host;
   }
 
@@ -95,14 +104,16 @@ export class EngineHost implements EngineClient, PushBackend {
    * event, and an abort meanwhile ends the request as soon as it is admitted (one path for aborts).
    */
   open(req: SubmitRequest, emit: Emit): PushedStream {
-    const ids = this.prepare(req);
+    const prepared = this.prepare(req);
+    const ids = req.constraint ? this.withGrammar(req, prepared) : prepared;
     if (!(ids instanceof Promise)) return this.start(req, ids, emit);
     let started: PushedStream | null = null;
     let consumed = 0;
     let aborted = false;
     ids
       .then((got) => {
-        started = this.start(req, got, emit);
+        const [tokens, grammar] = Array.isArray(got) ? [got, undefined] : [got.ids, got.grammar];
+        started = this.start(req, tokens, emit, grammar);
         if (aborted) started.abort();
         else if (consumed > 0) started.credit(consumed);
       })
@@ -119,8 +130,34 @@ export class EngineHost implements EngineClient, PushBackend {
     };
   }
 
-  private start(req: SubmitRequest, ids: number[], emit: Emit): PushedStream {
-    const live = this.admit(req, ids, emit);
+  /**
+   * A constrained request: its prompt ids and its grammar compiled (a worker writes the first masks)
+   * before it reaches the engine, so a compile never stalls the engine's steps. Throws EngineError.
+   */
+  private async withGrammar(req: SubmitRequest, prepared: number[] | Promise<number[]>): Promise<{ ids: number[]; grammar: GrammarSession }> {
+    const pool = this.opts.grammar!;
+    this.admitting.add(req.id);
+    try {
+      const stops = [...(req.sampling.ignoreEos ? [] : this.opts.bundle.eosIds), ...req.sampling.stopTokenIds];
+      const [ids, grammar] = await Promise.all([prepared, pool.open(req.constraint!, req.n, stops)]);
+      if (this.closed || this.draining) {
+        pool.close(grammar.key);
+        throw new EngineError('NOT_READY', 'the engine is shutting down; retry on another replica');
+      }
+      return { ids, grammar };
+    } finally {
+      this.admitting.delete(req.id);
+    }
+  }
+
+  private start(req: SubmitRequest, ids: number[], emit: Emit, grammar?: GrammarSession): PushedStream {
+    let live: LiveRequest;
+    try {
+      live = this.admit(req, ids, emit, grammar);
+    } catch (e) {
+      if (grammar) this.opts.grammar?.close(grammar.key);
+      throw e;
+    }
     const accepted: EngineEvent = { type: 'accepted', promptTokens: live.init.promptTokens };
     if (req.echo) this.addEcho(accepted, req, ids);
     emit(accepted);
@@ -132,8 +169,8 @@ export class EngineHost implements EngineClient, PushBackend {
 
   /** In-process streams: open() into a queue; what the consumer takes is its credit. */
   async *stream(req: SubmitRequest, signal?: AbortSignal, opts: StreamOptions = {}): AsyncIterable<EngineEvent> {
-    const queue = new EventQueue<EngineEvent>();
-    const s = this.open(req, (ev) => queue.push(ev as EngineEvent));
+    const queue = new EventQueue<EngineEvent | WireErrorEvent>();
+    const s = this.open(req, (ev) => queue.push(ev as EngineEvent | WireErrorEvent));
     const onAbort = () => s.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
@@ -141,6 +178,9 @@ export class EngineHost implements EngineClient, PushBackend {
     try {
       for (;;) {
         const ev = await nextCoalesced(queue, opts.coalesce === true);
+        // A refusal found after open() returned (a prompt tokenized off-thread, a grammar compiled):
+        // thrown, as open() itself throws one found up front.
+        if (ev.type === 'error') throw new EngineError(ev.code, ev.message, ev.param ?? undefined);
         consumed += eventUnits(ev);
         s.credit(consumed);
         yield ev;
@@ -225,6 +265,7 @@ export class EngineHost implements EngineClient, PushBackend {
     this.closed = true;
     await this.engine.close();
     await this.opts.tokenizePool?.close();
+    await this.opts.grammar?.stop();
     for (const live of [...this.byId.values()]) this.endLive(live, 'error', 'the engine was shut down');
   }
 
@@ -238,8 +279,8 @@ export class EngineHost implements EngineClient, PushBackend {
     };
     refuseIfClosing();
     if (this.byId.has(req.id) || this.admitting.has(req.id)) throw new EngineError('INVALID_REQUEST', `duplicate request id ${req.id}`, 'id');
-    // Until the grammar engine is in, a constrained request is refused rather than run unconstrained.
-    if (req.constraint) throw new EngineError('INVALID_REQUEST', 'structured output is not supported by this engine', req.constraint.param);
+    // Without a grammar engine a constrained request is refused rather than run unconstrained.
+    if (req.constraint && !this.opts.grammar) throw new EngineError('INVALID_REQUEST', 'structured output is not supported by this engine', req.constraint.param);
     const { bundle, model } = this.opts;
     const size = promptSize(req.prompt);
     const param = promptParam(req.prompt);
@@ -265,7 +306,7 @@ export class EngineHost implements EngineClient, PushBackend {
    * In one synchronous stretch: the queue limit against the engine's live count, and submit. So the
    * limit is exact under any burst: nothing else submits between the check and the submit.
    */
-  private admit(req: SubmitRequest, ids: number[], emit: Emit): LiveRequest {
+  private admit(req: SubmitRequest, ids: number[], emit: Emit, grammar?: GrammarSession): LiveRequest {
     const { bundle, model } = this.opts;
     this.opts.tracer?.mark(req.id, 'sc.tokenized');
     const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
@@ -274,6 +315,10 @@ export class EngineHost implements EngineClient, PushBackend {
     }
     const num = this.allocateNum();
     const er = toEngineRequest(num, ids, req.n, maxTokens, req.sampling, bundle.eosIds, model.vocabSize);
+    if (grammar) {
+      er.grammar = grammar.buf;
+      er.maskWords = grammar.maskWords;
+    }
     const refused = this.engine.submit(er);
     if (refused !== null) throw new EngineError('INVALID_REQUEST', `the engine refused the request: ${refused}`);
     this.opts.tracer?.mark(req.id, 'sc.submitted');
@@ -297,6 +342,10 @@ export class EngineHost implements EngineClient, PushBackend {
     );
     this.byId.set(req.id, live);
     this.byNum.set(num, live);
+    if (grammar) {
+      this.grammars.set(num, grammar);
+      this.byGrammar.set(grammar.key, live);
+    }
     return live;
   }
 
@@ -326,12 +375,22 @@ export class EngineHost implements EngineClient, PushBackend {
     for (const [num, outs] of groups) {
       const live = this.byNum.get(num);
       if (!live) continue;
+      const grammar = this.grammars.get(num);
+      if (grammar) for (const o of outs) if (o.finish === Finish.None && o.tokens.length > 0) this.opts.grammar!.accept(grammar.key, o.index, o.tokens);
       const first = live.firstTokenAt === null;
       live.apply(outs, now);
       if (first && live.firstTokenAt !== null && this.opts.tracer) this.traceFirstToken(live.init.id, now);
       if (live.done) this.remove(live);
       else if (!live.paused && live.windowFull) this.setPaused(live, true);
     }
+    // The constrained choices' next masks are computed while the engine runs its next forward pass.
+    this.opts.grammar?.flush();
+  }
+
+  /** A request's grammar failed (a rejected token, or its worker died): it ends with that error. */
+  private grammarFailed(key: number, message: string): void {
+    const live = this.byGrammar.get(key);
+    if (live) this.endLive(live, 'error', message);
   }
 
   private credit(live: LiveRequest, consumed: number): void {
@@ -365,6 +424,12 @@ export class EngineHost implements EngineClient, PushBackend {
     if (this.byNum.get(live.init.num) !== live) return;
     this.byNum.delete(live.init.num);
     this.byId.delete(live.init.id);
+    const grammar = this.grammars.get(live.init.num);
+    if (grammar) {
+      this.grammars.delete(live.init.num);
+      this.byGrammar.delete(grammar.key);
+      this.opts.grammar?.close(grammar.key);
+    }
     if (live.paused) {
       live.paused = false;
       this.pausedCount--;

@@ -1,0 +1,145 @@
+// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--label TEXT] [OUT.json]`
+// Structured output against free generation in the same run, through the sidecar's in-process path
+// (EngineHost + the grammar pool + the native engine; the embedded default model: ERNIE-4.5-0.3B's
+// shape, formula weights, the test tokenizer padded to the model's 103,424-row vocabulary):
+//  - throughput: N concurrent streams of M tokens each, all unconstrained, then all constrained by a
+//    JSON schema that cannot complete within M tokens (so both runs produce N x M tokens), twice each
+//    alternating (U C U C); output tok/s and the constrained / unconstrained ratio;
+//  - grammar compile time for the 200 seeded random schemas (test/doubles/random-schemas.ts): cold
+//    (each compiled for the first time) and cached (opened again), as a request sees it (open() to its
+//    first masks written) and the worker's own time.
+// Results go to OUT.json (default bench/results/structured-<device>.json).
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Constraint, ModelInfo, SamplingParams, SubmitRequest } from '../src/protocol/engine-client.js';
+import { GrammarPool } from '../src/sidecar/grammar/pool.js';
+import { defaultGrammarWorkers, GRAMMAR_CACHE_SIZE } from '../src/sidecar/grammar/start.js';
+import { grammarVocab } from '../src/sidecar/grammar/vocab.js';
+import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
+import { ensureDefaultModelDir } from '../src/sidecar/model/default-bundle.js';
+import { nativeLoadOptions } from '../src/sidecar/model/load.js';
+import { createNativeEngine } from '../src/sidecar/native.js';
+import { EngineHost } from '../src/sidecar/server/engine-host.js';
+import { loadTokenizerBundle } from '../src/sidecar/tokenizer/index.js';
+import { randomSchemas } from '../test/doubles/random-schemas.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const flag = (name: string, def: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : def;
+};
+const device = flag('device', 'cpu') as 'cpu' | 'cuda';
+const streams = Number(flag('streams', device === 'cuda' ? '256' : '64'));
+const maxTokens = Number(flag('max-tokens', device === 'cuda' ? '256' : '64'));
+const label = flag('label', '');
+const compileCount = Number(flag('compile-schemas', '200'));
+const out = args.find((a, i) => !a.startsWith('--') && (i === 0 || !args[i - 1]!.startsWith('--'))) ?? path.join(here, 'results', `structured-${device}.json`);
+
+/** Never complete within maxTokens: 200 strings of at least 2 characters. */
+const LONG_SCHEMA = {
+  type: 'object',
+  properties: { items: { type: 'array', items: { type: 'string', minLength: 2, maxLength: 12 }, minItems: 200, maxItems: 200 } },
+  required: ['items'],
+  additionalProperties: false,
+};
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+const stats = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99), mean: xs.reduce((a, b) => a + b, 0) / xs.length });
+
+const { dir } = await ensureDefaultModelDir({ weights: true });
+const bundle = await loadTokenizerBundle(dir);
+const ck = await readCheckpoint(dir);
+const vocabSize = ck.config.native.vocabSize;
+const workers = defaultGrammarWorkers();
+const pool = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds), workers, cacheSize: GRAMMAR_CACHE_SIZE });
+console.log(`[structured] ${device}, ${streams} streams x ${maxTokens} tokens, ${workers} grammar worker(s), vocabulary ${vocabSize}`);
+
+// 1. throughput.
+const maxModelLen = 1024;
+const model: ModelInfo = { id: 'bench', root: dir, maxModelLen, maxNumSeqs: streams, vocabSize, createdAt: 0, generationDefaults: {}, placeholder: true };
+const blocks = Math.ceil((streams * (32 + maxTokens)) / 16) + 64;
+const load = device === 'cuda' ? { device, kvBlocks: blocks, maxModelLen, maxNumSeqs: streams, maxNumBatchedTokens: 4096 } : { kvBlocks: blocks, maxModelLen };
+const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: streams * 2, grammar: pool }, (onStep) =>
+  createNativeEngine(nativeLoadOptions(ck, load), { maxModelLen, maxNumSeqs: streams, maxNumBatchedTokens: device === 'cuda' ? 4096 : 512, enablePrefixCaching: false, seed: 0 }, onStep),
+);
+
+let reqNo = 0;
+async function one(constraint: Constraint | undefined, seed: number, tokens: number): Promise<number> {
+  const sampling: SamplingParams = {
+    maxTokens: tokens, temperature: 1, topP: 1, topK: -1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
+    logitBias: {}, seed, stop: [], stopTokenIds: [], ignoreEos: constraint === undefined, logprobs: null, skipSpecialTokens: true,
+  };
+  const req: SubmitRequest = { id: `b${++reqNo}`, prompt: { kind: 'text', text: `Request ${seed}: list some words as JSON.` }, n: 1, echo: false, sampling, ...(constraint ? { constraint } : {}) };
+  let n = 0;
+  for await (const ev of host.stream(req)) if (ev.type === 'delta') for (const c of ev.choices) n += c.tokenIds.length;
+  return n;
+}
+async function run(constrained: boolean) {
+  const constraint: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 'schema' } : undefined;
+  const t0 = performance.now();
+  const counts = await Promise.all(Array.from({ length: streams }, (_, i) => one(constraint, i + 1, maxTokens)));
+  const seconds = (performance.now() - t0) / 1000;
+  const tokens = counts.reduce((a, b) => a + b, 0);
+  return { tokens, seconds, outputTokS: tokens / seconds };
+}
+// Warm-up at full width, both ways (CUDA graphs are captured on first use, per batch size and output mode).
+for (const constrained of [false, true]) {
+  const c: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 's' } : undefined;
+  await Promise.all(Array.from({ length: streams }, (_, i) => one(c, 1000 + i, 16)));
+}
+const runs: { constrained: boolean; tokens: number; seconds: number; outputTokS: number }[] = [];
+for (const constrained of [false, true, false, true]) {
+  const r = { constrained, ...(await run(constrained)) };
+  runs.push(r);
+  console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s`);
+}
+const best = (c: boolean) => Math.max(...runs.filter((r) => r.constrained === c).map((r) => r.outputTokS));
+const ratio = best(true) / best(false);
+console.log(`[structured] constrained / unconstrained output tok/s (best of 2 each): ${(100 * ratio).toFixed(1)}%`);
+
+// 2. compile time, the random schemas: cold, then cached (after the throughput runs, whose own
+// schema is then the only one compiled).
+const schemas = randomSchemas(1, compileCount).map((s) => JSON.stringify(s));
+async function compileAll() {
+  const wall: number[] = [];
+  const worker: number[] = [];
+  for (const schema of schemas) {
+    const t0 = performance.now();
+    const s = await pool.open({ kind: 'json_schema', schema, param: 'schema' }, 1, bundle.eosIds);
+    wall.push(performance.now() - t0);
+    worker.push(s.compileMs);
+    pool.close(s.key);
+  }
+  return { wallMs: stats(wall), workerMs: stats(worker) };
+}
+const cold = await compileAll();
+const cached = await compileAll();
+console.log(`[structured] compile, ${compileCount} schemas: cold p50/p99 ${cold.wallMs.p50.toFixed(1)}/${cold.wallMs.p99.toFixed(1)} ms; cached ${cached.wallMs.p50.toFixed(2)}/${cached.wallMs.p99.toFixed(2)} ms`);
+
+
+const result = {
+  bench: 'structured',
+  date: new Date().toISOString(),
+  label: label || `${device} (${os.cpus()[0]?.model ?? 'cpu'}, ${os.availableParallelism()} cores)`,
+  device,
+  streams,
+  maxTokens,
+  grammarWorkers: workers,
+  vocabSize,
+  workload: 'EngineHost in-process; temperature 1; unconstrained with ignore_eos, constrained by a JSON schema (200-string array) that cannot complete within maxTokens; runs U C U C',
+  runs,
+  unconstrainedTokS: best(false),
+  constrainedTokS: best(true),
+  ratio,
+  compile: { schemas: compileCount, generator: `test/doubles/random-schemas.ts randomSchemas(1, ${compileCount})`, cold, cached },
+};
+await mkdir(path.dirname(out), { recursive: true });
+await writeFile(out, JSON.stringify(result, null, 2) + '\n');
+console.log(`[structured] wrote ${out}`);
+await host.close();

@@ -1,0 +1,213 @@
+// The sidecar's grammar engine: a small pool of worker threads (./worker.ts), each owning an xgrammar
+// instance, its compile cache and the matchers of the requests pinned to it. Thread design:
+//  - open(): a request's grammar is compiled (or found in a cache) and its matchers created on one
+//    worker, which writes every choice's first mask into the request's SharedArrayBuffer
+//    (./mask-layout.ts) before the request reaches the engine: a slow compile holds that request and
+//    that worker, never the engine's step loop;
+//  - each engine step, the host hands every constrained choice's new token here (accept), and flush()
+//    sends each worker one message with all of its tokens. The worker accepts each token and writes the
+//    choice's next mask while the engine runs the next forward pass; the step thread waits for a row only
+//    at sampling (native/src/engine/engine.cc, await_mask);
+//  - a request is pinned to the worker that has its grammar cached (else the one with the fewest
+//    requests), so a cold compile holds only the requests pinned to that worker.
+// A worker that reports a rejected token (failed) or dies ends its requests through onFailed.
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { EngineError, type Constraint } from '../../protocol/engine-client.js';
+import { allocateMasks, maskWords } from './mask-layout.js';
+import { grammarSource, sourceKey, type GrammarSource } from './source.js';
+import type { GrammarVocab } from './vocab.js';
+
+const DESCRIBE: Record<Constraint['kind'], string> = {
+  json_schema: 'JSON schema',
+  json_object: 'JSON object grammar',
+  regex: 'regular expression',
+  choice: 'choice',
+  grammar: 'grammar',
+  structural_tag: 'structural tag',
+};
+
+export interface WorkerData {
+  vocab: GrammarVocab;
+  cacheSize: number;
+}
+export type WorkerRequest =
+  | { op: 'open'; key: number; source: GrammarSource; n: number; stopIds: number[]; buf: Int32Array }
+  | { op: 'tokens'; items: Int32Array } // (key, choice, token) triples
+  | { op: 'close'; key: number };
+export type WorkerReply =
+  | { op: 'ready' }
+  | { op: 'opened'; key: number; error?: string; compileMs?: number; cached?: boolean }
+  | { op: 'failed'; key: number; index: number; message: string }
+  | { op: 'crashed'; message: string };
+
+export interface GrammarPoolOptions {
+  vocab: GrammarVocab;
+  workers: number;
+  /** Compiled grammars kept per worker (least recently used evicted). */
+  cacheSize: number;
+}
+
+/** A constrained request's masks: what the engine request carries (EngineRequest.grammar / maskWords). */
+export interface GrammarSession {
+  readonly key: number;
+  readonly buf: Int32Array;
+  readonly maskWords: number;
+  /** How long the worker took to compile (or find) the grammar and write the first masks, ms. */
+  readonly compileMs: number;
+  readonly cached: boolean;
+}
+
+interface PoolWorker {
+  worker: Worker;
+  sessions: Set<number>;
+  keys: Set<string>; // sources it compiled (approximately its cache: it may have evicted some)
+  tokens: number[];
+  opening: Map<number, { resolve: (r: WorkerReply & { op: 'opened' }) => void; reject: (e: Error) => void }>;
+}
+
+export class GrammarPool {
+  private readonly workers: PoolWorker[] = [];
+  private readonly byKey = new Map<number, PoolWorker>();
+  private nextKey = 1;
+  private closed = false;
+  /** A choice's grammar failed (its engine row is marked failed too), or its worker died (index -1). */
+  onFailed: (key: number, index: number, message: string) => void = () => {};
+
+  private constructor(private readonly opts: GrammarPoolOptions) {}
+
+  /** Starts the workers; resolves when each has built its TokenizerInfo. */
+  static async start(opts: GrammarPoolOptions): Promise<GrammarPool> {
+    const pool = new GrammarPool(opts);
+    await Promise.all(Array.from({ length: Math.max(1, opts.workers) }, () => pool.spawn()));
+    return pool;
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /**
+   * Compiles the constraint (or finds it cached) on a worker and writes each choice's first mask.
+   * A constraint that does not compile: EngineError INVALID_REQUEST naming constraint.param.
+   */
+  async open(constraint: Constraint, n: number, stopIds: readonly number[]): Promise<GrammarSession> {
+    if (this.closed) throw new EngineError('NOT_READY', 'the grammar engine is shutting down');
+    const source = grammarSource(constraint);
+    const skey = sourceKey(source);
+    const w = this.workers.find((x) => x.keys.has(skey)) ?? this.leastLoaded();
+    const key = this.nextKey++;
+    const words = maskWords(this.opts.vocab.vocabSize);
+    const buf = allocateMasks(n, words);
+    const reply = await new Promise<WorkerReply & { op: 'opened' }>((resolve, reject) => {
+      w.opening.set(key, { resolve, reject });
+      w.sessions.add(key);
+      this.byKey.set(key, w);
+      this.post(w, { op: 'open', key, source, n, stopIds: [...stopIds], buf });
+    }).finally(() => w.opening.delete(key));
+    if (reply.error !== undefined) {
+      this.forget(key);
+      throw new EngineError('INVALID_REQUEST', `the ${DESCRIBE[constraint.kind]} does not compile: ${reply.error}`, constraint.param);
+    }
+    w.keys.add(skey);
+    return { key, buf, maskWords: words, compileMs: reply.compileMs ?? 0, cached: reply.cached ?? false };
+  }
+
+  /** A choice's new tokens of this step; sent by flush(). */
+  accept(key: number, index: number, tokens: ArrayLike<number>): void {
+    const w = this.byKey.get(key);
+    if (!w) return;
+    for (let i = 0; i < tokens.length; i++) w.tokens.push(key, index, tokens[i]!);
+  }
+
+  /** Sends each worker the tokens accepted since the last flush, in one message. */
+  flush(): void {
+    for (const w of this.workers) {
+      if (w.tokens.length === 0) continue;
+      const items = Int32Array.from(w.tokens);
+      w.tokens.length = 0;
+      w.worker.postMessage({ op: 'tokens', items } satisfies WorkerRequest, [items.buffer]);
+    }
+  }
+
+  /** The request ended: its matchers are freed (the engine no longer waits on its masks). */
+  close(key: number): void {
+    const w = this.byKey.get(key);
+    if (!w) return;
+    this.forget(key);
+    this.post(w, { op: 'close', key });
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.workers.map((w) => w.worker.terminate()));
+    this.workers.length = 0;
+  }
+
+  private forget(key: number): void {
+    this.byKey.get(key)?.sessions.delete(key);
+    this.byKey.delete(key);
+  }
+
+  private leastLoaded(): PoolWorker {
+    let best = this.workers[0]!;
+    for (const w of this.workers) if (w.sessions.size < best.sessions.size) best = w;
+    return best;
+  }
+
+  private post(w: PoolWorker, msg: WorkerRequest): void {
+    w.worker.postMessage(msg);
+  }
+
+  private spawn(): Promise<void> {
+    const data: WorkerData = { vocab: this.opts.vocab, cacheSize: this.opts.cacheSize };
+    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...data, entry: ENTRY, tsx: TSX } });
+    const w: PoolWorker = { worker, sessions: new Set(), keys: new Set(), tokens: [], opening: new Map() };
+    return new Promise<void>((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (r: WorkerReply) => {
+        if (r.op === 'ready') {
+          ready = true;
+          this.workers.push(w);
+          resolve();
+        } else if (r.op === 'opened') w.opening.get(r.key)?.resolve(r);
+        else if (r.op === 'failed') this.onFailed(r.key, r.index, r.message);
+        else this.lost(w, `the grammar worker failed: ${r.message}`);
+      });
+      worker.on('error', (e) => {
+        if (!ready) reject(e);
+        else this.lost(w, `the grammar worker died: ${e.message}`);
+      });
+      worker.on('exit', () => {
+        if (!ready) reject(new Error('the grammar worker exited while starting'));
+        else if (!this.closed) this.lost(w, 'the grammar worker exited');
+      });
+    });
+  }
+
+  /** A worker is gone: its requests fail, a new worker takes its place. */
+  private lost(w: PoolWorker, message: string): void {
+    const i = this.workers.indexOf(w);
+    if (i < 0) return;
+    this.workers.splice(i, 1);
+    for (const [, p] of w.opening) p.reject(new EngineError('INTERNAL', message));
+    for (const key of [...w.sessions]) {
+      this.forget(key);
+      this.onFailed(key, -1, message);
+    }
+    void w.worker.terminate();
+    if (!this.closed) this.spawn().catch(() => {});
+  }
+}
+
+// The worker runs this module's sibling: ./worker.js when compiled (dist/), else the .ts source
+// through tsx's loader, registered in the worker itself (loader hooks are per thread).
+const fromSource = import.meta.url.endsWith('.ts');
+const ENTRY = new URL(`./worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href;
+const TSX = fromSource ? new URL('./dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href : null;
+const BOOTSTRAP = `(async () => {
+  const { workerData } = require('node:worker_threads');
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  await import(workerData.entry);
+})().catch((e) => { setImmediate(() => { throw e; }); });`;

@@ -1,0 +1,139 @@
+// A grammar worker thread (./pool.ts): one xgrammar instance with the model's TokenizerInfo, its cache
+// of compiled grammars and the matchers of the requests pinned to it. xgrammar's CompiledGrammar cannot
+// be serialized, so the instance that compiles a grammar is the one that runs its matchers.
+// Messages are handled in order, one at a time (a compile holds this worker, not the others).
+// A second, throwaway instance parses each new source first: xgrammar reports a bad grammar by aborting
+// inside WebAssembly, which leaks that instance's memory (enough aborts corrupt it); the checker is
+// replaced after an abort, the serving instance only ever sees sources that parsed.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { CompiledGrammar as Compiled, GrammarMatcher as Matcher } from '@mlc-ai/web-xgrammar';
+import { Lru } from './lru.js';
+import { MASK_FAILED } from './mask-layout.js';
+import type { WorkerData, WorkerReply, WorkerRequest } from './pool.js';
+import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
+import { FatalMessages, loadXgrammar, type XgrammarModule } from './xgrammar.js';
+
+
+interface Session {
+  buf: Int32Array;
+  n: number;
+  matchers: Matcher[];
+  counts: number[]; // tokens accepted per choice
+  stopIds: number[];
+}
+
+const data = workerData as WorkerData;
+const port = parentPort!;
+const fatal = new FatalMessages();
+fatal.install();
+
+const xg = loadXgrammar();
+const info = await xg.TokenizerInfo.createTokenizerInfo(data.vocab.pieces, data.vocab.vocabType, false, data.vocab.vocabSize, data.vocab.stopIds);
+const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+const words = Math.ceil(data.vocab.vocabSize / 32);
+const cache = new Lru<string, Compiled>(data.cacheSize, (g) => g.dispose());
+let checker: XgrammarModule | null = loadXgrammar();
+const sessions = new Map<number, Session>();
+
+/** Compiles (or finds) a source; a bad one throws with xgrammar's message. */
+async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cached: boolean }> {
+  const key = sourceKey(source);
+  const hit = cache.get(key);
+  if (hit) return { grammar: hit, cached: true };
+  checker ??= loadXgrammar();
+  try {
+    await parseSource(checker, source);
+  } catch (e) {
+    checker = null; // aborted inside: start a fresh one next time
+    throw new Error(fatal.take((e as Error).message));
+  }
+  let grammar: Compiled;
+  try {
+    grammar = await compileSource(compiler, source);
+  } catch (e) {
+    throw new Error(fatal.take((e as Error).message));
+  }
+  cache.set(key, grammar);
+  return { grammar, cached: false };
+}
+
+/** Writes choice i's mask for its next token and publishes it (ready = tokens accepted so far). */
+async function publish(s: Session, i: number): Promise<void> {
+  const m = s.matchers[i]!;
+  const row = s.n + i * words;
+  if (m.isTerminated()) {
+    // A stop id was accepted but the choice goes on (min_tokens): nothing but stop ids, as before it.
+    s.buf.fill(0, row, row + words);
+    for (const t of s.stopIds) s.buf[row + (t >> 5)]! |= 1 << (t & 31);
+  } else {
+    s.buf.set(await m.getNextTokenBitmask(), row);
+  }
+  Atomics.store(s.buf, i, s.counts[i]!);
+}
+
+function fail(key: number, s: Session, index: number, message: string): void {
+  Atomics.store(s.buf, index, MASK_FAILED);
+  post({ op: 'failed', key, index, message });
+}
+
+function post(r: WorkerReply): void {
+  port.postMessage(r);
+}
+
+async function handle(msg: WorkerRequest): Promise<void> {
+  switch (msg.op) {
+    case 'open': {
+      const t0 = performance.now();
+      let got: { grammar: Compiled; cached: boolean };
+      try {
+        got = await compiled(msg.source);
+      } catch (e) {
+        post({ op: 'opened', key: msg.key, error: (e as Error).message });
+        return;
+      }
+      const stops = msg.stopIds.length > 0 ? msg.stopIds : data.vocab.stopIds;
+      const s: Session = { buf: msg.buf, n: msg.n, matchers: [], counts: [], stopIds: stops };
+      for (let i = 0; i < msg.n; i++) {
+        s.matchers.push(await xg.GrammarMatcher.createGrammarMatcher(got.grammar, stops));
+        s.counts.push(0);
+      }
+      sessions.set(msg.key, s);
+      for (let i = 0; i < msg.n; i++) await publish(s, i);
+      post({ op: 'opened', key: msg.key, compileMs: performance.now() - t0, cached: got.cached });
+      return;
+    }
+    case 'tokens': {
+      const t = msg.items;
+      for (let j = 0; j + 2 < t.length; j += 3) {
+        const key = t[j]!;
+        const s = sessions.get(key);
+        if (!s) continue;
+        const i = t[j + 1]!;
+        const token = t[j + 2]!;
+        const m = s.matchers[i];
+        if (!m) continue;
+        if (!m.isTerminated() && !m.acceptToken(token)) {
+          fail(key, s, i, `structured output: the grammar rejected token ${token}`);
+          continue;
+        }
+        s.counts[i]!++;
+        await publish(s, i);
+      }
+      return;
+    }
+    case 'close': {
+      const s = sessions.get(msg.key);
+      if (!s) return;
+      sessions.delete(msg.key);
+      for (const m of s.matchers) m.dispose();
+      return;
+    }
+  }
+}
+
+// One message at a time, in arrival order.
+let chain: Promise<void> = Promise.resolve();
+port.on('message', (msg: WorkerRequest) => {
+  chain = chain.then(() => handle(msg)).catch((e: unknown) => post({ op: 'crashed', message: String((e as Error)?.stack ?? e) }));
+});
+post({ op: 'ready' });
