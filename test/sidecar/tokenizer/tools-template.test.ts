@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hermesParser } from '../../../src/gateway/tools/hermes.js';
 import { fallbackConversation } from '../../../src/gateway/tools/prompt.js';
 import { EngineError, type ChatMessage, type ToolDefinition } from '../../../src/protocol/engine-client.js';
+import { promptSize } from '../../../src/sidecar/server/input-size.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 import { GOLDEN_FILES, makeCheckpoint, removeCheckpoints } from './helpers.js';
 
@@ -106,5 +107,17 @@ describe('chat_template_kwargs and the request chat_template', () => {
     expect(trusting.renderChat(messages, { tools, toolFallback: fallback, chatTemplate: TOOL_AWARE })).toContain('<tools>get_weather;</tools>');
     const bad = engineError(() => trusting.encodeChat([{ role: 'user', content: 'hi' }], { chatTemplate: '{% for %}' }));
     expect([bad.code, bad.param]).toEqual(['INVALID_REQUEST', 'chat_template']);
+  });
+});
+
+describe('sizes', () => {
+  it('a chat prompt counts its tool fallback when that is the larger text (what a tool-ignoring template tokenizes)', () => {
+    const base = { kind: 'chat' as const, messages, addGenerationPrompt: true };
+    const plain = promptSize(base);
+    const withTools = promptSize({ ...base, tools, toolFallback: fallback });
+    expect(plain.chars).toBe(messages.reduce((n, m) => n + m.content.length, 0));
+    expect(withTools.chars).toBe(fallback.reduce((n, m) => n + m.content.length, 0));
+    expect(withTools.chars).toBeGreaterThan(plain.chars + block.length - 1);
+    expect(withTools.messages).toBe(messages.length);
   });
 });
