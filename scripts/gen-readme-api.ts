@@ -51,7 +51,13 @@ const NOTES: Record<string, string> = {
   stop: 'never included in the output',
   seed: 'reproducible per seed, alone or batched',
   messages: '`name` is passed to the chat template (ERNIE\'s does not render it, as with vLLM); text parts are joined; assistant `tool_calls` and `tool` messages (`tool_call_id`) are accepted',
-  response_format: 'only `{"type": "text"}`',
+  response_format: '`text`, `json_object`, or `json_schema` (enforced exactly, `strict` or not; `name` and `description` are labels); one constraint per request',
+  structured_outputs: 'vLLM: exactly one of `json`, `regex`, `choice`, `grammar` (xgrammar EBNF), `json_object`, `structural_tag`; `disable_fallback` accepted (no fallback exists); whitespace options refused',
+  guided_json: 'vLLM (older): a JSON Schema, object or JSON text',
+  guided_regex: 'vLLM (older): the whole output matches the regex',
+  guided_choice: 'vLLM (older): the output is one of the strings',
+  guided_grammar: 'vLLM (older): an xgrammar EBNF grammar (root rule `root`)',
+  guided_decoding_backend: 'vLLM (older): `xgrammar` or `auto`, the only backend',
 };
 
 /** A zod type as a table cell: type and range. */
@@ -81,8 +87,14 @@ export function describe(t: z.ZodType): string {
       return Object.values(def.entries as Record<string, string>).join(', ');
     case 'record':
       return 'object';
-    case 'object':
-      return `{${Object.keys((s as unknown as z.ZodObject).shape).join(', ')}}`;
+    case 'object': {
+      // A variant of a union tagged by a literal `type` shows its tag: {type: "json_schema", json_schema}.
+      const shape = (s as unknown as z.ZodObject).shape as Shape;
+      const tag = shape.type?.def.type === 'literal' ? `type: ${describe(shape.type)}` : null;
+      return `{${Object.keys(shape).map((k) => (k === 'type' && tag ? tag : k)).join(', ')}}`;
+    }
+    case 'unknown':
+      return 'any JSON';
     case 'array': {
       const max = checks.find((c) => c.check === 'max_length');
       if (max?.maximum === 0) return 'empty list';

@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import { MAX_CHAT_MESSAGES, MAX_LOGPROBS, MAX_N } from '../protocol/limits.js';
+import { structuredOutputFields } from './structured-output.js';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const num = (min: number, max: number) => z.number().min(min).max(max);
@@ -19,9 +20,8 @@ const MAX_TOKEN_ID = 2 ** 31 - 1;
  * a 400 naming it, unless it carries its no-op value (null, or the default listed here).
  */
 const NOT_IMPLEMENTED = {
-  // structured outputs (vLLM) and OpenAI's legacy function calling
-  guided_json: null, guided_regex: null, guided_choice: null, guided_grammar: null, guided_whitespace_pattern: null,
-  guided_decoding_backend: null, structured_outputs: null, functions: null, function_call: null,
+  // vLLM's whitespace override for structured outputs (./structured-output.ts has the rest); OpenAI's legacy function calling
+  guided_whitespace_pattern: null, functions: null, function_call: null,
   // vLLM sampling / prompt extras
   use_beam_search: false, length_penalty: null, include_stop_str_in_output: false, spaces_between_special_tokens: true,
   truncate_prompt_tokens: null, allowed_token_ids: null, bad_words: null, prompt_embeds: null, logits_processors: null,
@@ -89,6 +89,8 @@ const common = {
   min_tokens: opt(int(0, MAX_TOKEN_ID)),
   prompt_logprobs: opt(int(0, MAX_LOGPROBS)),
   return_token_ids: opt(z.boolean()),
+  // response_format, structured_outputs, guided_*: lowered to a grammar constraint by ./structured-output.ts
+  ...structuredOutputFields,
   ...notImplemented,
 };
 
@@ -135,7 +137,6 @@ export const chatRequestSchema = z.object({
   tools: chatTools,
   tool_choice: opt(z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string().max(256) }) })])),
   parallel_tool_calls: opt(z.boolean()),
-  response_format: opt(z.object({ type: z.literal('text') })),
   // vLLM: the request's own template (with --trust-request-chat-template) and extra template variables.
   chat_template: opt(z.string().max(262_144)),
   chat_template_kwargs: opt(z.record(z.string(), z.unknown())),

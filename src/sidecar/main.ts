@@ -14,7 +14,7 @@ import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
 import { DEFAULT_MODEL_NAME, ensureDefaultModelDir } from './model/default-bundle.js';
 import { kernelNames, planCheckpoint } from './model/load.js';
 import { native } from './native.js';
-import { startGrammarPool } from './grammar/start.js';
+import { defaultGrammarWorkers, startGrammarPool } from './grammar/start.js';
 import { EngineHost } from './server/engine-host.js';
 import { readGenerationDefaults } from './server/generation-defaults.js';
 import { LoadingBackend } from './server/loading-backend.js';
@@ -177,7 +177,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   const poolSize = opts.tokenizerPoolSize ?? 1;
   const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: textOptions, vocabSize: model.vocabSize }, poolSize) : undefined;
-  const grammar = await startGrammarPool(bundle, model.vocabSize).catch(async (e: unknown) => {
+  const grammar = await startGrammarPool(bundle, model.vocabSize, defaultGrammarWorkers(plan.device)).catch(async (e: unknown) => {
     await tokenizePool?.close();
     throw e;
   });

@@ -3,7 +3,7 @@
 // machine (mulberry32, no Math.random). Every schema is a root object (what OpenAI's json_schema and the
 // clients' zod/object helpers send) built only from keywords xgrammar's JSON-schema converter enforces:
 // type, properties, required, additionalProperties:false, items, minItems/maxItems, enum, const, anyOf,
-// pattern, minLength/maxLength, minimum/maximum (integer and number), exclusiveMinimum/exclusiveMaximum.
+// pattern, minLength/maxLength, minimum/maximum/exclusiveMinimum (integers; numbers come as const).
 // Strings, arrays and integers are bounded so that a grammar-following sampler, even over random logits,
 // can finish a value in a few hundred tokens.
 
@@ -54,7 +54,7 @@ const PROPERTY_NAMES = [
 ] as const;
 const WORDS = ['red', 'green', 'blue', 'alpha', 'beta', 'gamma', 'north', 'south', 'yes', 'no', '北京', 'café'];
 // Each pattern matches bounded strings: the regex converter and ajv both accept them.
-const PATTERNS = ['[a-z]{2,8}', '[A-Z][a-z]{1,6}', '[0-9]{3}-[0-9]{4}', '(red|green|blue)', '[a-f0-9]{4,8}', 'ab+c?'];
+const PATTERNS = ['[a-z]{2,8}', '[A-Z][a-z]{1,6}', '[0-9]{3}-[0-9]{4}', '(red|green|blue)', '[a-f0-9]{4,8}', 'ab{1,6}c?'];
 
 type Leaf = 'string' | 'pattern' | 'integer' | 'number' | 'boolean' | 'null' | 'enum' | 'const';
 
@@ -73,10 +73,11 @@ function leafSchema(p: Picker): JsonSchema {
         ? { type: 'integer', exclusiveMinimum: min, maximum: min + p.int(2, 5000) }
         : { type: 'integer', minimum: min, maximum: min + p.int(0, 5000) };
     }
-    case 'number': {
-      const min = p.int(-100, 100);
-      return { type: 'number', minimum: min, maximum: min + p.int(1, 500) };
-    }
+    case 'number':
+      // A fixed number: bounds on type number are refused (xgrammar 0.1.27 does not enforce them), an
+      // unbounded number lets random logits fill max_tokens with digits, and xgrammar 0.1.27 mis-compiles
+      // alternatives sharing a prefix such as enum [0.25, 0.5] (it accepts 0.2225).
+      return { type: 'number', const: p.int(-50, 50) / 4 };
     case 'boolean':
       return { type: 'boolean' };
     case 'null':

@@ -9,7 +9,7 @@ import { Finish } from '../../src/sidecar/engine/native-engine.js';
 import { allocateMasks, MASK_FAILED, maskWords } from '../../src/sidecar/grammar/mask-layout.js';
 import { Masks, pseudoSet } from './grammar-helpers.js';
 import { readGolden } from './helpers.js';
-import { request, TestEngine } from './engine-helpers.js';
+import { randomTokens, request, TestEngine } from './engine-helpers.js';
 
 const W = maskWords(2048);
 const golden = readGolden('tiny');
@@ -153,6 +153,22 @@ describe('engine: grammar masks (CPU)', () => {
     const b = e.results.get(2)![0]!;
     expect(b.tokens.slice(2)).toEqual([stop, stop, stop, stop]);
     expect(b.finish).toBe(Finish.Stop);
+  });
+
+  it('preemption by recompute keeps the masks valid: the same constrained tokens as without it', async () => {
+    const allowed = (i: number) => (_c: number, step: number) => pseudoSet(500 + 37 * i + step, 30);
+    const runAll = async (kvBlocks: number) => {
+      const e = await TestEngine.create({ enablePrefixCaching: false }, { kvBlocks, threads: 2 });
+      open.push(e);
+      const masks = [0, 1, 2, 3].map((i) => new Masks(1, allowed(i)));
+      e.onOutput = (o) => masks[o.id - 1]?.onOutput(o);
+      await e.run([0, 1, 2, 3].map((i) => ({ id: i + 1, prompt: randomTokens(40, 20 + i), maxTokens: 40, temperature: i % 2 ? 0.8 : 0, seed: 7 + i, grammar: masks[i]!.buf, maskWords: W })));
+      return { e, tokens: [1, 2, 3, 4].map((id) => e.results.get(id)![0]!.tokens) };
+    };
+    const small = await runAll(12); // 4 x 5 blocks needed at the end: 20 > 12
+    expect(small.e.engine.stats().preemptions).toBeGreaterThan(0);
+    small.tokens.forEach((ts, i) => ts.forEach((t, step) => expect(allowed(i)(0, step)).toContain(t)));
+    expect(small.tokens).toEqual((await runAll(64)).tokens);
   });
 
   it('refuses a mask buffer of the wrong row length', async () => {

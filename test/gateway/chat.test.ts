@@ -114,9 +114,9 @@ describe('POST /v1/chat/completions (JSON)', () => {
     expect(p.kind === 'chat' && p.messages.map((m) => m.content)).toEqual(['ab', '', 'q']);
   });
 
-  it('rejects top_logprobs without logprobs, tools, json response formats and min_tokens above max_tokens', async () => {
+  it('rejects top_logprobs without logprobs, tools, unknown response formats and min_tokens above max_tokens', async () => {
     const { post } = setup();
-    for (const extra of [{ top_logprobs: 2 }, { tools: [{ type: 'function' }] }, { response_format: { type: 'json_object' } }, { min_tokens: 3, max_tokens: 2 }]) {
+    for (const extra of [{ top_logprobs: 2 }, { tools: [{ type: 'function' }] }, { response_format: { type: 'json_xml' } }, { min_tokens: 3, max_tokens: 2 }]) {
       await expectError(await post('/v1/chat/completions', { model: MODEL, messages: msgs, ...extra }), 400);
     }
   });

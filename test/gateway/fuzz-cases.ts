@@ -37,13 +37,16 @@ export function generateCases(count: number, seed: number): Case[] {
     ['max_tokens', [0, -5, 1.5, 2 ** 40, 4096]],
     ['model', [5, {}, [], 'no-such-model', 'x'.repeat(600)]],
     ['min_tokens', [3, -1, 'x']],
+    ['structured_outputs', [{}, { choice: [] }, { regex: 'a', choice: ['a'] }, { json: '{' }, 'x', { json: { oneOf: [] } }]],
+    ['guided_choice', [[], 'x', [1]]],
+    ['guided_json', ['{', { type: 'array', uniqueItems: true }, 5]],
   ];
   const chatOnly: [string, unknown[]][] = [
     ['messages', [[], 'hello', {}, [{ role: 'wizard', content: 'x' }], [{ role: 'user' }], [{ role: 'user', content: 5 }], [{ content: 'x' }], Array.from({ length: 5000 }, () => ({ role: 'user', content: 'x' })), [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }], [[[[['x']]]]], [null]]],
     ['logprobs', [5, 'yes', {}]],
     ['top_logprobs', [50, -1, 'x']],
     ['tools', [[{ type: 'function' }], 'x']],
-    ['response_format', [{ type: 'json_object' }, 'json']],
+    ['response_format', [{ type: 'json_xml' }, 'json', { type: 'json_schema' }, { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', minLenght: 1 } } }]],
   ];
   const completionOnly: [string, unknown[]][] = [
     ['prompt', [{}, [], [[]], [1, 'a'], [-1], [1.5], null, true, 12, Array.from({ length: 100 }, () => 'p'), [[1], ['a']], [2 ** 40]]],

@@ -2,7 +2,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { createApp, type CreateAppOptions } from '../../src/gateway/app.js';
+import { createApp, type AppHandle, type CreateAppOptions } from '../../src/gateway/app.js';
 import { FakeEngineClient, type FakeEngineClientOptions } from '../doubles/fake-engine-client.js';
 
 export const MODEL = 'baidu/ERNIE-4.5-0.3B-PT';
@@ -64,16 +64,20 @@ export async function expectError(res: Response, status: number) {
 
 export const sortedKeys = (o: object) => Object.keys(o).sort();
 
+type Served = { handle: Pick<AppHandle, 'fetch'> };
+
 /**
  * Serves `env`'s app on a free 127.0.0.1 port for the file's tests (vitest beforeAll/afterAll), as
  * the SDK tests need a real URL. `url()` is the base URL with `/v1`, valid once beforeAll has run.
+ * `env` may be a function, for an app an earlier beforeAll builds (the real engine's).
  */
-export function listenForFile(env: ReturnType<typeof setup>): { url: () => string } {
+export function listenForFile(env: Served | (() => Served)): { url: () => string } {
   let server: ServerType;
   let url = '';
   beforeAll(async () => {
+    const { handle } = typeof env === 'function' ? env() : env;
     await new Promise<void>((resolve) => {
-      server = serve({ fetch: env.handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
+      server = serve({ fetch: handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
         url = `http://127.0.0.1:${info.port}/v1`;
         resolve();
       });

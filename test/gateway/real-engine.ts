@@ -1,7 +1,7 @@
 // The gateway app over the REAL native engine on the tiny golden checkpoint (test/fixtures/golden/
 // tiny: vocabulary 2048) with the test tokenizer, in one process: EngineHost is the EngineClient.
 // Where a test compares what HTTP returns with the engine's own logits, or reads metrics that only a
-// real engine measures.
+// real engine measures, or (with `grammar`) where constrained output must really follow its grammar.
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,8 @@ import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions } from '../../src/sidecar/model/load.js';
 import { createNativeEngine } from '../../src/sidecar/native.js';
 import { EngineHost } from '../../src/sidecar/server/engine-host.js';
+import { GrammarPool } from '../../src/sidecar/grammar/pool.js';
+import { grammarVocab } from '../../src/sidecar/grammar/vocab.js';
 import { loadTokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
 import { TINY } from '../engine/engine-helpers.js';
 
@@ -39,17 +41,23 @@ export interface RealGateway {
  * the requests use (the tiny one's 2048 do not cover the chat template's markers: chat tests pass
  * chatCheckpoint()). maxNumBatchedTokens small enough that the golden prompts' prefills are chunked.
  */
-export async function realGateway(opts: { maxNumBatchedTokens?: number; dir?: string } = {}): Promise<RealGateway> {
+export async function realGateway(
+  opts: { maxNumBatchedTokens?: number; dir?: string; maxNumSeqs?: number; kvBlocks?: number; grammar?: boolean } = {},
+): Promise<RealGateway> {
   const maxModelLen = 1024;
+  const maxNumSeqs = opts.maxNumSeqs ?? 8;
+  const kvBlocks = opts.kvBlocks ?? 64;
   const dir = opts.dir ?? TINY;
   const bundle = await loadTokenizerBundle(TOKENIZER_DIR, { maxModelLen });
   const ck = await readCheckpoint(dir);
-  const model: ModelInfo = { id: REAL_MODEL, root: dir, maxModelLen, maxNumSeqs: 8, vocabSize: ck.config.native.vocabSize, createdAt: 1_750_000_000, generationDefaults: {}, placeholder: false };
-  const cacheConfig = { block_size: '16', num_gpu_blocks: '64', cache_dtype: 'float32', enable_prefix_caching: 'true' };
-  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: 16, cacheConfig }, (onStep) =>
+  const model: ModelInfo = { id: REAL_MODEL, root: dir, maxModelLen, maxNumSeqs, vocabSize: ck.config.native.vocabSize, createdAt: 1_750_000_000, generationDefaults: {}, placeholder: false };
+  const cacheConfig = { block_size: '16', num_gpu_blocks: String(kvBlocks), cache_dtype: 'float32', enable_prefix_caching: 'true' };
+  // grammar: a grammar pool (xgrammar over the model's vocabulary) for structured-output tests.
+  const grammar = opts.grammar ? await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, model.vocabSize, bundle.eosIds), workers: 1, cacheSize: 64 }) : undefined;
+  const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: 16, cacheConfig, ...(grammar ? { grammar } : {}) }, (onStep) =>
     createNativeEngine(
-      nativeLoadOptions(ck, { kvBlocks: 64, blockSize: 16, threads: 2 }),
-      { maxModelLen, maxNumSeqs: 8, maxNumBatchedTokens: opts.maxNumBatchedTokens ?? 64, enablePrefixCaching: true, seed: 0 },
+      nativeLoadOptions(ck, { kvBlocks, blockSize: 16, threads: 2 }),
+      { maxModelLen, maxNumSeqs, maxNumBatchedTokens: opts.maxNumBatchedTokens ?? 64, enablePrefixCaching: true, seed: 0 },
       onStep,
     ),
   );

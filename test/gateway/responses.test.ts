@@ -219,7 +219,7 @@ describe('what this server cannot honour is a 400 naming the field', () => {
   it.each([
     ['tools', { tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools'],
     ['reasoning', { reasoning: { effort: 'low' } }, 'reasoning'],
-    ['structured output', { text: { format: { type: 'json_schema', name: 'x', schema: {} } } }, 'text.format.type'],
+    ['other text formats', { text: { format: { type: 'grammar', grammar: 'root ::= "a"' } } }, 'text.format.type'],
     ['verbosity', { text: { verbosity: 'low' } }, 'text.verbosity'],
     ['background', { background: true }, 'background'],
     ['truncation auto', { truncation: 'auto' }, 'truncation'],
@@ -265,7 +265,7 @@ describe('malformed Responses requests', () => {
       top_logprobs: [-1, 50, 'x'],
       tools: [[{ type: 'web_search' }], 'x'],
       tool_choice: ['required', { type: 'function', name: 'f' }],
-      text: [{ format: { type: 'json_object' } }, 'x', { verbosity: 'high' }],
+      text: [{ format: { type: 'json_xml' } }, 'x', { verbosity: 'high' }, { format: { type: 'json_schema', name: 'x' } }, { format: { type: 'json_schema', name: 'x', schema: { not: {} } } }],
       reasoning: [{ effort: 'low' }, 'x'],
       truncation: ['auto', 5],
       background: [true, 'x'],

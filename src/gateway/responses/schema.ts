@@ -1,5 +1,6 @@
 // POST /v1/responses request schema (OpenAI's ResponseCreateParams, text in and text out) plus vLLM's
 // sampling extensions shared with chat (top_k, min_p, repetition_penalty, seed, stop, min_tokens, …).
+// text.format json_schema / json_object constrain the output as chat's response_format does.
 // Unknown fields are stripped as elsewhere; OpenAI fields this server cannot honour are listed in
 // REFUSED and answered with a 400 when they carry a value (never accepted and silently ignored).
 
@@ -31,6 +32,24 @@ const metadata = z
   .record(z.string().max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 16, 'metadata may have at most 16 keys');
 
+/** text.format: text, or structured output lowered to a grammar constraint (../structured-output.ts). */
+const textFormat = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('text') }),
+    z.object({ type: z.literal('json_object') }),
+    z.object({
+      type: z.literal('json_schema'),
+      name: z.string().min(1).max(256),
+      description: opt(z.string()),
+      schema: z.unknown().refine((s) => s !== undefined && s !== null, 'schema is required'),
+      strict: opt(z.boolean()),
+    }),
+  ],
+  { error: 'text.format.type must be one of text, json_object, json_schema' },
+);
+export type TextFormat = z.infer<typeof textFormat>;
+
 export const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
 
 export const responsesRequestSchema = z.object({
@@ -56,7 +75,7 @@ export const responsesRequestSchema = z.object({
   parallel_tool_calls: opt(z.boolean()),
   text: opt(
     z.object({
-      format: opt(z.object({ type: z.literal('text', { error: 'only {"type": "text"} is supported by this server (no structured output yet)' }) })),
+      format: opt(textFormat),
       verbosity: opt(z.never({ error: 'text.verbosity is not supported by this server' })),
     }),
   ),

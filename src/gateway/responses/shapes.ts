@@ -104,7 +104,7 @@ export function responseObject(head: ResponseHead, s: ResponseState) {
     service_tier: 'default' as const,
     store: head.store,
     temperature: head.temperature,
-    text: { format: { type: 'text' as const }, verbosity: 'medium' as const },
+    text: { format: r.text?.format ?? { type: 'text' as const }, verbosity: 'medium' as const },
     tool_choice: r.tool_choice ?? 'auto',
     tools: [] as never[],
     top_logprobs: r.top_logprobs ?? 0,

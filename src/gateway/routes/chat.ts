@@ -1,6 +1,7 @@
 // POST /v1/chat/completions — OpenAI chat completions over the engine, JSON or SSE.
 // Tool calling: ../tools/ (the constraint, the prompt's tools, calls read back from the text).
-// Response formats other than text are rejected by the schema. vLLM extensions:
+// response_format / structured_outputs / guided_* become the request's grammar constraint
+// (../structured-output.ts); a request cannot have both. vLLM extensions:
 //  - `echo`: the reply starts with the last message's content when that message has the reply's role
 //    (assistant, or with add_generation_prompt false the last message's own role);
 //  - `continue_final_message`: the final message is rendered open and the reply continues it (the
@@ -24,6 +25,7 @@ import { sseResponse, stallGuard } from '../sse.js';
 import { finishWithCalls, newCallStream, pieceDelta, toolMessage } from '../tools/message.js';
 import { toolPlan, type ToolPlan } from '../tools/plan.js';
 import { chatTemplateInputs } from '../tools/prompt.js';
+import { structuredConstraint } from '../structured-output.js';
 
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
@@ -50,6 +52,7 @@ export function chatHandler(deps: RouteDeps) {
       logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
       promptLogprobs: body.prompt_logprobs ?? null,
     });
+    const constraint = structuredConstraint(body, (body.tools?.length ?? 0) > 0 && body.tool_choice !== 'none');
     const returnTokenIds = body.return_token_ids === true;
     const echoText = body.echo === true ? echoedContent(body.messages, addGenerationPrompt) : '';
     const env: Envelope = { id: `chatcmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
@@ -65,7 +68,7 @@ export function chatHandler(deps: RouteDeps) {
       sampling,
       n,
       echo: returnTokenIds, // the prompt's ids come back on `accepted`
-      ...(tools ? { constraint: tools.constraint } : {}),
+      ...(tools ? { constraint: tools.constraint } : constraint ? { constraint } : {}),
     };
     rec.traceAs(env.id);
     rec.mark('gw.parsed');

@@ -2,7 +2,8 @@
 // list of token ids or a list of such lists; token-id prompts go to the engine exactly as given. Each
 // prompt is its own engine request; choices are indexed prompt-major (prompt i, choice j → i·n + j).
 // Decisions: max_tokens defaults to 16 (OpenAI's documented default for this endpoint); `best_of` must
-// equal n when given (no server-side best-of selection).
+// equal n when given (no server-side best-of selection). response_format / structured_outputs / guided_*
+// constrain every prompt's choices (../structured-output.ts).
 // Evaluation (lm-evaluation-harness's loglikelihood: token-id prompts, echo, logprobs, max_tokens 0):
 // `echo` with `logprobs` returns the prompt's tokens and logprobs before the generated ones, computed in
 // the same prefill (the engine's prompt logprobs); `max_tokens: 0` is allowed with echo (the prompt
@@ -21,6 +22,7 @@ import { appendEchoLogprobs, vllmPromptLogprobs } from '../prompt-logprobs.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { completionRequestSchema, type CompletionRequest } from '../schemas.js';
 import { sseResponse, stallGuard } from '../sse.js';
+import { structuredConstraint } from '../structured-output.js';
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
@@ -60,10 +62,11 @@ export function completionsHandler(deps: RouteDeps) {
     const promptK = Math.max(echoLogprobs ?? -1, body.prompt_logprobs ?? -1);
     const sampling = buildSampling(body, info, { maxTokens, logprobs: body.logprobs ?? null, promptLogprobs: promptK >= 0 ? promptK : null });
     const returnTokenIds = body.return_token_ids === true;
+    const constraint = structuredConstraint(body);
     const env: Envelope = { id: `cmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
     const list = prompts(body.prompt);
     checkSequences(list.length, n, info);
-    const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo: echo || returnTokenIds }));
+    const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo: echo || returnTokenIds, ...(constraint ? { constraint } : {}) }));
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
     rec.generation = true;

@@ -19,6 +19,7 @@ import { eventStreamResponse } from '../responses/event-stream.js';
 import { LOGPROBS_INCLUDE, REFUSED, responsesRequestSchema } from '../responses/schema.js';
 import { outputMessage, outputText, responseObject, responseUsage, toLogprobs, type OutputLogprob, type ResponseHead, type ResponseObject } from '../responses/shapes.js';
 import { responseEvents } from '../responses/stream.js';
+import { textFormatConstraint } from '../structured-output.js';
 
 export function createResponseHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
@@ -58,7 +59,8 @@ export function createResponseHandler(deps: RouteDeps) {
       store: storing,
       logprobs,
     };
-    const req: SubmitRequest = { id: head.id, prompt: { kind: 'chat', messages, addGenerationPrompt: true }, sampling, n: 1, echo: false };
+    const constraint = textFormatConstraint(body.text?.format, body);
+    const req: SubmitRequest = { id: head.id, prompt: { kind: 'chat', messages, addGenerationPrompt: true }, sampling, n: 1, echo: false, ...(constraint ? { constraint } : {}) };
     rec.traceAs(head.id);
     rec.mark('gw.parsed');
     rec.generation = true;
