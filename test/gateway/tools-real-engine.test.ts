@@ -65,8 +65,29 @@ afterAll(async () => {
   await host?.close();
 });
 
+/**
+ * Byte-fallback pieces <0x80>..<0xFF> biased away, as the structured-output proof does: with random
+ * logits they spell invalid UTF-8 inside strings (the client sees U+FFFD, lengths are off), a known
+ * limit of byte-level masking noted in /work/notes/s14/xgrammar-status.md, not of tool calling.
+ */
+const noStrayBytes = (): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (let b = 0x80; b <= 0xff; b++) {
+    const id = bundle.tokenizer.tokenToId(`<0x${b.toString(16).toUpperCase()}>`);
+    if (id !== null) out[String(id)] = -100;
+  }
+  return out;
+};
 const post = (body: Any) =>
-  Promise.resolve(handle.fetch(new Request('http://test/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: REAL_MODEL, messages, tools: TOOLS, ...body }) })));
+  Promise.resolve(
+    handle.fetch(
+      new Request('http://test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: REAL_MODEL, messages, tools: TOOLS, ...body, logit_bias: { ...noStrayBytes(), ...(body.logit_bias as object) } }),
+      }),
+    ),
+  );
 
 interface Call {
   name: string;

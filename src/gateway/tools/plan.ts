@@ -12,6 +12,8 @@ import type { Constraint, ToolDefinition } from '../../protocol/engine-client.js
 import { badRequest } from '../errors.js';
 import type { ChatRequest } from '../schemas.js';
 import type { TagFormat, ToolCallParser } from './parser.js';
+import { checkJsonSchema as checkEnforceable } from '../json-schema-check.js';
+import { jsonSafeStrings } from '../json-schema-strings.js';
 import { checkJsonSchema } from './schema-check.js';
 
 export interface ToolConfig {
@@ -35,7 +37,8 @@ export function toolPlan(body: Pick<ChatRequest, 'tools' | 'tool_choice' | 'para
   if (choice === 'none' || (choice === 'auto' && tools.length === 0)) return null;
   if (tools.length === 0) throw badRequest('tool_choice requires tools: none were given', 'tool_choice');
   const parallel = body.parallel_tool_calls ?? true;
-  const tag = (t: ToolDefinition) => cfg.parser.callTag(t.function.name, t.function.parameters ?? NO_PARAMETERS);
+  // Length-bounded strings as JSON-safe patterns, as for response_format (../json-schema-strings.ts).
+  const tag = (t: ToolDefinition) => cfg.parser.callTag(t.function.name, jsonSafeStrings(t.function.parameters ?? NO_PARAMETERS) as Record<string, unknown>);
   let format: Record<string, unknown>;
   let param = 'tools';
   if (choice === 'auto') {
@@ -82,7 +85,11 @@ export function checkTools(tools: readonly ToolDefinition[]): ToolDefinition[] {
     const first = seen.get(t.function.name);
     if (first !== undefined) throw badRequest(`tools[${i}] has the same name as tools[${first}]: '${t.function.name}'`, `tools[${i}].function.name`);
     seen.set(t.function.name, i);
-    if (t.function.parameters !== undefined) checkJsonSchema(t.function.parameters, `tools[${i}].function.parameters`);
+    if (t.function.parameters !== undefined) {
+      const param = `tools[${i}].function.parameters`;
+      checkJsonSchema(t.function.parameters, param); // the shape, naming the exact place
+      checkEnforceable(t.function.parameters, param); // every keyword one the grammar engine enforces
+    }
   });
   return [...tools];
 }
