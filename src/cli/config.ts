@@ -4,6 +4,7 @@
 // which also holds the engine-sizing defaults this file reads).
 
 import { DEFAULT_STREAM_STALL_TIMEOUT_MS } from '../gateway/app.js';
+import { DEFAULT_TOOL_CALL_PARSER, TOOL_CALL_PARSERS } from '../gateway/tools/parser.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan.js';
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
@@ -29,6 +30,10 @@ export interface GatewayConfig {
   streamStallTimeoutMs: number;
   /** HTTP connection limits given on the command line; the rest take their defaults (http-connections.ts). */
   limits: Partial<ConnectionLimits>;
+  /** --tool-call-parser (createApp's toolCallParser). */
+  toolCallParser: string;
+  /** --enable-auto-tool-choice. */
+  enableAutoToolChoice: boolean;
 }
 
 /** The sidecar's options as the CLI reads them; where it listens is `Config.engines`. */
@@ -150,6 +155,8 @@ export function buildConfig(args: ParsedArgs): Config {
   const maxModelLen = num('max-model-len');
   if (maxModelLen !== undefined) positive('max-model-len', maxModelLen);
   const notes = FLAGS.filter((s) => s.compat && f[s.name] !== undefined).map((s) => s.compat!);
+  const toolParser = str('tool-call-parser') ?? DEFAULT_TOOL_CALL_PARSER;
+  if (!TOOL_CALL_PARSERS.includes(toolParser)) throw new UsageError(`--tool-call-parser must be one of ${TOOL_CALL_PARSERS.join(', ')}, got '${toolParser}'`);
   return {
     role,
     engines,
@@ -170,6 +177,8 @@ export function buildConfig(args: ParsedArgs): Config {
         headersTimeoutMs: seconds('timeout-headers'),
         maxConnections: limitConcurrency,
       },
+      toolCallParser: toolParser,
+      enableAutoToolChoice: (f['enable-auto-tool-choice'] as boolean | undefined) ?? false,
     },
     sidecar: {
       model: str('model'),
@@ -196,6 +205,8 @@ export function buildConfig(args: ParsedArgs): Config {
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
       tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
+      chatTemplate: str('chat-template'),
+      trustRequestChatTemplate: (f['trust-request-chat-template'] as boolean | undefined) ?? false,
       handshakeTimeoutMs: seconds('engine-handshake-timeout'),
       drainTimeoutMs: drain * 1000,
     },

@@ -41,6 +41,8 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
     allowedOrigins: g.allowedOrigins,
     servedModelName: g.servedModelName,
     streamStallTimeoutMs: g.streamStallTimeoutMs,
+    toolCallParser: g.toolCallParser,
+    enableAutoToolChoice: g.enableAutoToolChoice,
     logger,
     tracer,
     ...(slot ? { metrics: new ClusterMetrics(process) } : {}),

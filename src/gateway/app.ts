@@ -25,6 +25,7 @@ import { createResponseHandler, deleteResponseHandler, retrieveResponseHandler }
 import { getModelHandler, listModelsHandler } from './routes/models.js';
 import { detokenizeHandler, tokenizeHandler } from './routes/tokenize.js';
 import { uiAssetHandler, uiPageHandler } from './routes/ui.js';
+import { DEFAULT_TOOL_CALL_PARSER, TOOL_CALL_PARSERS, toolCallParser } from './tools/parser.js';
 
 export interface CreateAppOptions {
   /**
@@ -51,6 +52,10 @@ export interface CreateAppOptions {
   chatUi?: boolean;
   /** Stage marks of generation requests (bench:serve's latency breakdown); default none. */
   tracer?: Tracer;
+  /** --tool-call-parser: the call format of tool calls (src/gateway/tools/parser.ts); default hermes. */
+  toolCallParser?: string;
+  /** --enable-auto-tool-choice: tool_choice auto (the default with tools) is served; default false, as vLLM. */
+  enableAutoToolChoice?: boolean;
 }
 
 export interface AppHandle {
@@ -80,7 +85,11 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const logger = opts.logger ?? silentLogger;
   const metrics = opts.metrics ?? new GatewayMetrics();
   const now = opts.now ?? Date.now;
+  const parserName = opts.toolCallParser ?? DEFAULT_TOOL_CALL_PARSER;
+  const parser = toolCallParser(parserName);
+  if (!parser) throw new Error(`unknown tool-call parser '${parserName}' (known: ${TOOL_CALL_PARSERS.join(', ')})`);
   const deps: RouteDeps = {
+    tools: { parser, autoToolChoice: opts.enableAutoToolChoice ?? false },
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     now,
     servedModelName: opts.servedModelName,

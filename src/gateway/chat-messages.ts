@@ -11,6 +11,10 @@ export function engineRole(role: ChatMessage['role']): ChatMessage['role'] {
 }
 
 export function toEngineMessage(m: ChatMessageIn): ChatMessage {
-  const content = m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
-  return m.name != null ? { role: engineRole(m.role), content, name: m.name } : { role: engineRole(m.role), content };
+  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
+  const out: ChatMessage = m.name != null ? { role: engineRole(m.role), content, name: m.name } : { role: engineRole(m.role), content };
+  // Tool history (assistant calls, tool results): passed on for the template (and the tool fallback).
+  if (m.tool_calls?.length) out.tool_calls = m.tool_calls;
+  if (m.tool_call_id != null) out.tool_call_id = m.tool_call_id;
+  return out;
 }

@@ -7,6 +7,7 @@ import type { EngineClient, ModelInfo } from '../protocol/engine-client.js';
 import { ApiError } from './errors.js';
 import type { MetricsSink } from './metrics.js';
 import type { RequestRecord } from './request-record.js';
+import type { ToolConfig } from './tools/plan.js';
 
 /** What a request may bring (Hono's env, fetch's second argument): its own engine. */
 export type RequestBindings = { engine?: EngineClient };
@@ -14,6 +15,8 @@ export type AppEnv = { Variables: { rec: RequestRecord; engine: EngineClient } }
 export type AppContext = Context<AppEnv>;
 
 export interface RouteDeps {
+  /** Tool calling: the call parser and whether tool_choice auto is served. */
+  tools: ToolConfig;
   maxBodyBytes: number;
   /** Wall clock, ms (for `created`). */
   now: () => number;

@@ -25,7 +25,7 @@ const NOT_IMPLEMENTED = {
   // vLLM sampling / prompt extras
   use_beam_search: false, length_penalty: null, include_stop_str_in_output: false, spaces_between_special_tokens: true,
   truncate_prompt_tokens: null, allowed_token_ids: null, bad_words: null, prompt_embeds: null, logits_processors: null,
-  chat_template: null, chat_template_kwargs: null, documents: null, mm_processor_kwargs: null, priority: 0,
+  documents: null, mm_processor_kwargs: null, priority: 0,
   // OpenAI extras that change the output
   prediction: null, audio: null, modalities: null, reasoning_effort: null, web_search_options: null,
 } as const;
@@ -98,12 +98,34 @@ const common = {
 export const commonRequestFields = common;
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() });
-export const chatMessageSchema = z.object({
-  role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
-  // null is allowed for assistant turns (OpenAI sends it alongside tool_calls).
-  content: z.union([z.string(), z.array(textPart).max(1024)]).nullable(),
-  name: opt(z.string().max(256)),
+/** Tool names as OpenAI allows them, plus '.' and ':' (namespaced MCP tools); the name lands in call markup JSON-quoted. */
+const toolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1 to 64 letters, digits, _ . : or -');
+export const MAX_TOOLS = 128;
+const chatTools = opt(
+  z
+    .array(
+      z.object({
+        type: z.literal('function'),
+        function: z.object({ name: toolName, description: opt(z.string().max(16_384)), parameters: opt(z.record(z.string(), z.unknown())), strict: opt(z.boolean()) }),
+      }),
+    )
+    .max(MAX_TOOLS),
+);
+const toolCallIn = z.object({
+  id: z.string().max(256),
+  type: z.literal('function'),
+  function: z.object({ name: z.string().max(256), arguments: z.string() }),
 });
+export const chatMessageSchema = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
+    // null is allowed for assistant turns (OpenAI sends it alongside tool_calls); absent only with tool_calls.
+    content: z.union([z.string(), z.array(textPart).max(1024)]).nullish(),
+    name: opt(z.string().max(256)),
+    tool_calls: opt(z.array(toolCallIn).max(MAX_TOOLS)),
+    tool_call_id: opt(z.string().max(256)),
+  })
+  .refine((m) => m.content !== undefined || (m.role === 'assistant' && m.tool_calls != null), { message: 'content is required', path: ['content'] });
 export type ChatMessageIn = z.infer<typeof chatMessageSchema>;
 
 export const chatRequestSchema = z.object({
@@ -112,8 +134,12 @@ export const chatRequestSchema = z.object({
   max_completion_tokens: opt(int(1, MAX_TOKEN_ID)),
   logprobs: opt(z.boolean()),
   top_logprobs: opt(int(0, MAX_LOGPROBS)),
-  tools: opt(z.array(z.unknown()).max(0, 'tools / function calling are not supported by this server')),
-  tool_choice: opt(z.union([z.literal('none'), z.literal('auto')])),
+  tools: chatTools,
+  tool_choice: opt(z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string().max(256) }) })])),
+  parallel_tool_calls: opt(z.boolean()),
+  // vLLM: the request's own template (with --trust-request-chat-template) and extra template variables.
+  chat_template: opt(z.string().max(262_144)),
+  chat_template_kwargs: opt(z.record(z.string(), z.unknown())),
   add_generation_prompt: opt(z.boolean()),
   // vLLM extensions
   echo: opt(z.boolean()),
@@ -152,6 +178,10 @@ export const tokenizeRequestSchema = z.union([
     add_special_tokens: opt(z.boolean()),
     add_generation_prompt: opt(z.boolean()),
     return_token_strs: opt(z.boolean()),
+    // As chat completions render them (vLLM's /tokenize takes the same).
+    tools: chatTools,
+    chat_template: opt(z.string().max(262_144)),
+    chat_template_kwargs: opt(z.record(z.string(), z.unknown())),
   }),
 ]);
 export type TokenizeBody = z.infer<typeof tokenizeRequestSchema>;

@@ -32,19 +32,57 @@ export interface ChatMessage {
   content: string;
   /** Passed to the chat template as `message.name` (whether it renders it is the template's choice). */
   name?: string;
+  /** Assistant turns: the calls the assistant made (OpenAI's shape; the template sees them as given,
+   * `function.arguments` parsed to an object where it is JSON, as vLLM passes them). */
+  tool_calls?: ToolCall[];
+  /** Tool turns: the id of the call this message answers. */
+  tool_call_id?: string;
+}
+
+/** One function call of an assistant turn (OpenAI's `message.tool_calls[]`). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  /** `arguments`: JSON text, as the model wrote it. */
+  function: { name: string; arguments: string };
+}
+
+/** A function tool (OpenAI's `tools[]`), as the chat template's `tools` sees it. */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+}
+
+/** Template variables the render sets itself: chat_template_kwargs may not override them. */
+export const RESERVED_TEMPLATE_KWARGS: readonly string[] = ['messages', 'tools', 'documents', 'add_generation_prompt', 'continue_final_message', 'chat_template', 'raise_exception'];
+
+/**
+ * What a chat prompt brings for its template beyond the messages:
+ * - tools: passed to the template as `tools` (templates that know tools render them);
+ * - toolFallback: the same conversation for a template that ignores `tools` (it renders the same with and
+ *   without them): the tools described in a system block, calls and results as the tool-call parser's
+ *   markup. The gateway builds it (it owns the call format); the sidecar picks it when the template ignores tools;
+ * - chatTemplate: the request's own template (only with --trust-request-chat-template);
+ * - chatTemplateKwargs: extra template variables (reserved names such as messages are refused).
+ */
+export interface ChatTemplateInputs {
+  tools?: ToolDefinition[];
+  toolFallback?: ChatMessage[];
+  chatTemplate?: string;
+  chatTemplateKwargs?: Record<string, unknown>;
 }
 
 /** What to generate from. Token-id prompts are used exactly as given: nothing is prepended. */
 export type Prompt =
   | { kind: 'text'; text: string }
   | { kind: 'tokens'; ids: number[] }
-  | {
+  | ({
       kind: 'chat';
       messages: ChatMessage[];
       addGenerationPrompt: boolean;
       /** Generation continues the final message (rendered without its end markers). */
       continueFinalMessage?: boolean;
-    };
+    } & ChatTemplateInputs);
 
 /** Sampling parameters, already validated and defaulted by the gateway (generation_config.json applied). */
 export interface SamplingParams {
@@ -212,7 +250,7 @@ export interface Health {
   message?: string;
 }
 
-export interface TokenizeRequest {
+export interface TokenizeRequest extends ChatTemplateInputs {
   prompt?: string;
   messages?: ChatMessage[];
   addSpecialTokens: boolean;

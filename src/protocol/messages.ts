@@ -65,15 +65,28 @@ const int = z.number().int();
 export const errorCodeSchema = z.enum(['INVALID_REQUEST', 'QUEUE_FULL', 'NOT_READY', 'ENGINE_DEAD', 'INTERNAL']);
 export const wireErrorSchema = z.object({ code: errorCodeSchema, message: z.string(), param: z.string().nullable() });
 const finishReason = z.enum(['stop', 'length', 'abort', 'error']);
+const toolCall = z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) });
 const chatMessage = z.object({
   role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
   content: z.string(),
   name: z.string().optional(),
+  tool_calls: z.array(toolCall).optional(),
+  tool_call_id: z.string().optional(),
 });
+const toolDefinition = z.object({
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().optional() }),
+});
+const chatTemplateInputs = {
+  tools: z.array(toolDefinition).optional(),
+  toolFallback: z.array(chatMessage).optional(),
+  chatTemplate: z.string().optional(),
+  chatTemplateKwargs: z.record(z.string(), z.unknown()).optional(),
+};
 const prompt = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string() }),
   z.object({ kind: z.literal('tokens'), ids: z.array(int) }),
-  z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean(), continueFinalMessage: z.boolean().optional() }),
+  z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean(), continueFinalMessage: z.boolean().optional(), ...chatTemplateInputs }),
 ]);
 const sampling = z.object({
   maxTokens: int.nullable(),
@@ -171,6 +184,7 @@ export const modelInfoSchema = z.object({
   placeholder: z.boolean(),
 });
 export const tokenizeRequestSchema = z.object({
+  ...chatTemplateInputs,
   prompt: z.string().optional(),
   messages: z.array(chatMessage).optional(),
   addSpecialTokens: z.boolean(),

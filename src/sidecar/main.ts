@@ -21,6 +21,7 @@ import { LoadingBackend } from './server/loading-backend.js';
 import { warmUp } from './server/warm-up.js';
 import { TokenizePool } from './server/tokenize-pool.js';
 import { loadTokenizerBundle } from './tokenizer/index.js';
+import { readChatTemplateArg } from './tokenizer/template-arg.js';
 import type { EngineOptions } from './engine/native-engine.js';
 
 export type ListenAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
@@ -51,6 +52,10 @@ export interface SidecarOptions {
   maxNumQueuedReqs: number;
   /** --tokenizer-pool-size: worker threads for large inputs (0: inline); default 1. */
   tokenizerPoolSize?: number;
+  /** --chat-template: a file, or the template itself (./tokenizer/template-arg.ts). */
+  chatTemplate?: string;
+  /** --trust-request-chat-template: requests may bring their own chat_template. */
+  trustRequestChatTemplate?: boolean;
   listen: ListenAddress[];
   secret?: string;
   /** Time a connecting peer has to authenticate (HELLO) before it is disconnected; default serve-engine.ts's. */
@@ -145,7 +150,12 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     },
     factory.resolveDevice,
   );
-  const bundle = await loadTokenizerBundle(dir, { maxModelLen: plan.maxModelLen });
+  const textOptions = {
+    maxModelLen: plan.maxModelLen,
+    ...(opts.chatTemplate !== undefined ? { chatTemplate: await readChatTemplateArg(opts.chatTemplate) } : {}),
+    trustRequestChatTemplate: opts.trustRequestChatTemplate ?? false,
+  };
+  const bundle = await loadTokenizerBundle(dir, textOptions);
   logger.info({ tokenizer: bundle.source }, 'tokenizer loaded');
   const model: ModelInfo = {
     id: opts.servedModelName ?? opts.model ?? DEFAULT_MODEL_NAME,
@@ -166,7 +176,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
     enable_prefix_caching: String(opts.engine.enablePrefixCaching ?? true),
   };
   const poolSize = opts.tokenizerPoolSize ?? 1;
-  const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: { maxModelLen: plan.maxModelLen }, vocabSize: model.vocabSize }, poolSize) : undefined;
+  const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: textOptions, vocabSize: model.vocabSize }, poolSize) : undefined;
   const grammar = await startGrammarPool(bundle, model.vocabSize, defaultGrammarWorkers(plan.device)).catch(async (e: unknown) => {
     await tokenizePool?.close();
     throw e;

@@ -262,8 +262,9 @@ export class FakeEngineClient implements EngineClient {
 
   async tokenize(req: TokenizeRequest): Promise<TokenizeResult> {
     this.checkAlive();
+    // The fake template ignores tools: like the sidecar with such a template, it renders the tool fallback.
     const tokens = req.messages
-      ? this.tokenizer.encode(this.tokenizer.applyChatTemplate(req.messages, req.addGenerationPrompt), req.addSpecialTokens)
+      ? this.tokenizer.encode(this.tokenizer.applyChatTemplate(req.toolFallback ?? req.messages, req.addGenerationPrompt), req.addSpecialTokens)
       : this.tokenizer.encode(req.prompt ?? '', req.addSpecialTokens);
     return { tokens, maxModelLen: this.info.maxModelLen };
   }
@@ -291,7 +292,7 @@ export class FakeEngineClient implements EngineClient {
       if (bad !== undefined) throw new EngineError('INVALID_REQUEST', `token id ${bad} is out of vocabulary`, 'prompt');
       return p.ids;
     }
-    const text = p.kind === 'text' ? p.text : this.tokenizer.applyChatTemplate(p.messages, p.addGenerationPrompt);
+    const text = p.kind === 'text' ? p.text : this.tokenizer.applyChatTemplate(p.toolFallback ?? p.messages, p.addGenerationPrompt);
     return this.tokenizer.encode(text, true);
   }
 

@@ -1,6 +1,7 @@
 // POST /v1/chat/completions — OpenAI chat completions over the engine, JSON or SSE.
+// Tool calling: ../tools/ (the constraint, the prompt's tools, calls read back from the text).
 // response_format / structured_outputs / guided_* become the request's grammar constraint
-// (../structured-output.ts). vLLM extensions:
+// (../structured-output.ts); a request cannot have both. vLLM extensions:
 //  - `echo`: the reply starts with the last message's content when that message has the reply's role
 //    (assistant, or with add_generation_prompt false the last message's own role);
 //  - `continue_final_message`: the final message is rendered open and the reply continues it (the
@@ -21,6 +22,9 @@ import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
 import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
 import { sseResponse, stallGuard } from '../sse.js';
+import { finishWithCalls, newCallStream, pieceDelta, toolMessage } from '../tools/message.js';
+import { toolPlan, type ToolPlan } from '../tools/plan.js';
+import { chatTemplateInputs } from '../tools/prompt.js';
 import { structuredConstraint } from '../structured-output.js';
 
 export function chatHandler(deps: RouteDeps) {
@@ -41,6 +45,8 @@ export function chatHandler(deps: RouteDeps) {
       throw badRequest('continue_final_message and add_generation_prompt cannot both be true', 'continue_final_message');
     }
     const addGenerationPrompt = continueFinal ? false : (body.add_generation_prompt ?? true);
+    const tools = toolPlan(body, deps.tools);
+    const messages = body.messages.map(toEngineMessage);
     const sampling = buildSampling(body, info, {
       maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
       logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
@@ -54,14 +60,15 @@ export function chatHandler(deps: RouteDeps) {
       id: env.id,
       prompt: {
         kind: 'chat',
-        messages: body.messages.map(toEngineMessage),
+        messages,
         addGenerationPrompt,
         ...(continueFinal ? { continueFinalMessage: true } : {}),
+        ...chatTemplateInputs(body, messages, deps.tools.parser),
       },
       sampling,
       n,
       echo: returnTokenIds, // the prompt's ids come back on `accepted`
-      ...(constraint ? { constraint } : {}),
+      ...(tools ? { constraint: tools.constraint } : constraint ? { constraint } : {}),
     };
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
@@ -72,7 +79,7 @@ export function chatHandler(deps: RouteDeps) {
     if (plan.stream) {
       rec.streaming = true;
       const usage = plan.includeUsage ? () => ({ ...head(env, 'chat.completion.chunk'), choices: [], usage: progress.usage() }) : null;
-      const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds, { echoText, returnTokenIds });
+      const chunks = chatChunks(env, group, progress, plan, n, sampling.logprobs !== null, asIds, { echoText, returnTokenIds, tools });
       return sseResponse(streamed(group, chunks, usage, rec.end.bind(rec)), group.cancel, {}, () => rec.sent(), stallGuard(deps, rec.id));
     }
     try {
@@ -96,13 +103,16 @@ export function chatHandler(deps: RouteDeps) {
       }
       return c.json({
         ...head(env, 'chat.completion'),
-        choices: choices.map((ch) => ({
-          index: ch.index,
-          message: { role: 'assistant', content: ch.text, refusal: null },
-          logprobs: sampling.logprobs !== null ? { content: ch.logprobs, refusal: null } : null,
-          finish_reason: ch.finish ?? 'stop',
-          ...(returnTokenIds ? { token_ids: ch.tokenIds } : {}),
-        })),
+        choices: choices.map((ch) => {
+          const m = tools ? toolMessage(tools.parser, ch.text) : { content: ch.text };
+          return {
+            index: ch.index,
+            message: { role: 'assistant', content: m.content, refusal: null, ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}) },
+            logprobs: sampling.logprobs !== null ? { content: ch.logprobs, refusal: null } : null,
+            finish_reason: finishWithCalls(ch.finish ?? 'stop', m.tool_calls !== undefined),
+            ...(returnTokenIds ? { token_ids: ch.tokenIds } : {}),
+          };
+        }),
         usage: progress.usage(),
         ...(body.prompt_logprobs != null ? { prompt_logprobs: vllmPromptLogprobs(promptLps, body.prompt_logprobs, asIds) } : {}),
         ...(returnTokenIds ? { prompt_token_ids: group.runs[0]!.accepted.promptTokenIds ?? [] } : {}),
@@ -128,8 +138,10 @@ async function* chatChunks(
   n: number,
   logprobs: boolean,
   asIds: boolean,
-  extras: { echoText: string; returnTokenIds: boolean },
+  extras: { echoText: string; returnTokenIds: boolean; tools: ToolPlan | null },
 ): AsyncGenerator<unknown, void, undefined> {
+  const tools = extras.tools;
+  const calls = tools ? Array.from({ length: n }, () => newCallStream(tools.parser)) : null;
   const chunk = (choices: unknown[], usage: unknown) => ({
     ...head(env, 'chat.completion.chunk'),
     choices,
@@ -147,13 +159,26 @@ async function* chatChunks(
       // UTF-8 character, a possible stop string) or decodes to nothing (special tokens): as vLLM, the
       // client sees each token when the engine made it, and time to first token is the engine's.
       if (u.tokenIds.length === 0 && !u.finishReason) continue;
+      let delta: object = u.text || !u.finishReason ? { content: u.text } : {};
+      let finish: string | null = u.finishReason;
+      const stream = calls?.[u.index];
+      if (stream) {
+        // Text through the choice's call reader: content and call deltas, markup held back.
+        const piece = stream.push(u.text);
+        if (u.finishReason) {
+          const rest = stream.finish();
+          piece.content += rest.content;
+          finish = finishWithCalls(u.finishReason, stream.calls.length > 0);
+        }
+        delta = piece.content || piece.calls.length > 0 || !u.finishReason ? pieceDelta(piece) : {};
+      }
       yield chunk(
         [
           {
             index: u.index,
-            delta: u.text || !u.finishReason ? { content: u.text } : {},
+            delta,
             logprobs: logprobs ? { content: chatLogprobContent(u.logprobs, asIds), refusal: null } : null,
-            finish_reason: u.finishReason,
+            finish_reason: finish,
             ...(extras.returnTokenIds ? { token_ids: u.tokenIds } : {}),
           },
         ],

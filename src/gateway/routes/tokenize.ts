@@ -1,5 +1,6 @@
 // POST /tokenize and POST /detokenize — vLLM's shapes:
-//   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?, return_token_strs?}
+//   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?, return_token_strs?,
+//    tools?, chat_template?, chat_template_kwargs? (messages: rendered as chat completions render them)}
 //     → {count, max_model_len, tokens, token_strs (the tokenizer's pieces; only when asked)}
 //     (more than SLICE ids: the same JSON, written in slices: ../json-slices.ts)
 //   {model?, tokens} → {prompt}
@@ -10,6 +11,8 @@ import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { badRequest } from '../errors.js';
 import { SLICE, slicedJsonBody, type SlicedArray } from '../json-slices.js';
 import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
+import { checkTools, toolDefinitions } from '../tools/plan.js';
+import { chatTemplateInputs } from '../tools/prompt.js';
 
 export function tokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
@@ -17,9 +20,12 @@ export function tokenizeHandler(deps: RouteDeps) {
     await resolveModel(c.var.engine, deps, body.model);
     const chat = 'messages' in body;
     const returnTokenStrs = body.return_token_strs === true;
+    const messages = chat ? body.messages.map(toEngineMessage) : undefined;
+    if (chat) checkTools(toolDefinitions(body.tools)); // the same checks of tools as chat completions
     const { tokens, maxModelLen, tokenStrs } = await c.var.engine.tokenize({
       prompt: chat ? undefined : body.prompt,
-      messages: chat ? body.messages.map(toEngineMessage) : undefined,
+      messages,
+      ...(chat ? chatTemplateInputs(body, messages!, deps.tools.parser) : {}),
       addSpecialTokens: body.add_special_tokens ?? true,
       addGenerationPrompt: chat ? (body.add_generation_prompt ?? true) : false,
       ...(returnTokenStrs ? { returnTokenStrs } : {}),

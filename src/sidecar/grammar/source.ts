@@ -75,6 +75,31 @@ export async function parseSource(xg: XgrammarModule, s: GrammarSource): Promise
   g.dispose();
 }
 
+/**
+ * A structural tag's `json_schema` contents as compact JSON too (see the NOTE above): xgrammar's own
+ * json_schema format inside a tag allows any whitespace, so they become `grammar` contents holding
+ * the compact, strict EBNF of their schema (tool calls: src/gateway/tools/plan.ts). Other sources are
+ * returned as they are. Throws on a schema that does not convert (its message says why).
+ */
+export async function compactTagSource(xg: XgrammarModule, s: GrammarSource): Promise<GrammarSource> {
+  if (s.kind !== 'structural_tag' || !s.text.includes('"json_schema"')) return s;
+  const rewrite = async (v: unknown): Promise<unknown> => {
+    if (Array.isArray(v)) return Promise.all(v.map(rewrite));
+    if (typeof v !== 'object' || v === null) return v;
+    const o = v as Record<string, unknown>;
+    if (o.type === 'json_schema' && 'json_schema' in o) {
+      const g = await xg.Grammar.fromJSONSchema(JSON.stringify(o.json_schema), false, -1, SEPARATORS, true);
+      const ebnf = g.toString();
+      g.dispose();
+      return { type: 'grammar', grammar: ebnf };
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o)) out[k] = await rewrite(x);
+    return out;
+  };
+  return { kind: 'structural_tag', text: JSON.stringify(await rewrite(parseTag(s.text))) };
+}
+
 function parseTag(text: string): Record<string, unknown> {
   let tag: unknown;
   try {

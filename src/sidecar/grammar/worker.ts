@@ -10,7 +10,7 @@ import type { CompiledGrammar as Compiled, GrammarMatcher as Matcher } from '@ml
 import { Lru } from './lru.js';
 import { MASK_FAILED } from './mask-layout.js';
 import type { WorkerData, WorkerReply, WorkerRequest } from './pool.js';
-import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
+import { compactTagSource, compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
 import { FatalMessages, loadXgrammar, type XgrammarModule } from './xgrammar.js';
 
 
@@ -42,6 +42,7 @@ async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cac
   if (hit) return { grammar: hit, cached: true };
   checker ??= loadXgrammar();
   try {
+    source = await compactTagSource(checker, source);
     await parseSource(checker, source);
   } catch (e) {
     checker = null; // aborted inside: start a fresh one next time

@@ -27,7 +27,13 @@ export function textSize(p: { text?: string; messages?: readonly ChatMessage[] }
 }
 
 export function promptSize(p: Prompt): TextSize {
-  if (p.kind === 'chat') return textSize({ messages: p.messages });
+  if (p.kind === 'chat') {
+    // The tool fallback (tools described in a system block) is what gets tokenized when the template
+    // ignores tools: the larger of the two conversations counts.
+    const size = textSize({ messages: p.messages });
+    const fallback = p.toolFallback ? textSize({ messages: p.toolFallback }) : size;
+    return fallback.chars > size.chars ? { chars: fallback.chars, messages: size.messages } : size;
+  }
   if (p.kind === 'text') return textSize({ text: p.text });
   return { chars: 0, messages: 0 };
 }

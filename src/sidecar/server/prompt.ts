@@ -18,8 +18,18 @@ export function promptIds(p: Prompt, bundle: TokenizerBundle, vocabSize: number)
   try {
     if (p.kind === 'tokens') ids = p.ids;
     else if (p.kind === 'text') ids = bundle.encodePrompt(p.text);
-    else ids = bundle.encodeChat(p.messages, { addGenerationPrompt: p.addGenerationPrompt, continueFinalMessage: p.continueFinalMessage ?? false });
+    else {
+      ids = bundle.encodeChat(p.messages, {
+        addGenerationPrompt: p.addGenerationPrompt,
+        continueFinalMessage: p.continueFinalMessage ?? false,
+        tools: p.tools,
+        toolFallback: p.toolFallback,
+        chatTemplate: p.chatTemplate,
+        chatTemplateKwargs: p.chatTemplateKwargs,
+      });
+    }
   } catch (err) {
+    if (err instanceof EngineError) throw err;
     // Template failures (raise_exception in a template, content it rewrites) are the request's fault.
     throw new EngineError('INVALID_REQUEST', (err as Error).message, promptParam(p));
   }

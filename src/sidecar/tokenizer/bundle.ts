@@ -3,8 +3,8 @@
 
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EngineError } from '../../protocol/engine-client.js';
-import { ChatTemplate, FALLBACK_CHAT_TEMPLATE } from './chat-template.js';
+import { EngineError, RESERVED_TEMPLATE_KWARGS, type ChatTemplateInputs } from '../../protocol/engine-client.js';
+import { ChatTemplate, FALLBACK_CHAT_TEMPLATE, TemplateError } from './chat-template.js';
 import { readSideConfig } from './checkpoint-config.js';
 import { IncrementalDetokenizer, type DetokenizerOptions } from './detokenizer.js';
 import { HfJsonTokenizer } from './hf-json.js';
@@ -16,10 +16,20 @@ export interface TokenizerLoadOptions {
   prefer?: 'json' | 'sentencepiece';
   /** The server's context length, reported by tokenize(); default: the checkpoint's (config files). */
   maxModelLen?: number;
+  /** --chat-template: this template's text instead of the checkpoint's. */
+  chatTemplate?: string;
+  /** --trust-request-chat-template: a request may bring its own chat_template (default false: refused). */
+  trustRequestChatTemplate?: boolean;
 }
 
+/** Chat encoding's options: the template's (add_generation_prompt, …) and the request's ChatTemplateInputs. */
+export type ChatEncodeOptions = Omit<ChatOptions, 'tools' | 'kwargs'> & ChatTemplateInputs;
+
+/** Request templates compiled and kept, by text (a client sends the same one each time). */
+const REQUEST_TEMPLATE_CACHE = 16;
+
 /** vLLM's POST /tokenize body, minus `model`: exactly one of prompt / messages (the engine protocol's TokenizeRequest fits). */
-export interface TokenizeInput {
+export interface TokenizeInput extends ChatTemplateInputs {
   prompt?: string;
   messages?: TemplateMessage[];
   /** prompt: default true; messages: default false (the template already has its markers), as vLLM. */
@@ -45,15 +55,19 @@ export class TokenizerBundle {
     readonly maxModelLen: number | null,
     /** Ids the post-processor wraps a prompt in when add_special_tokens is on. */
     private readonly promptWrap: { before: number[]; after: number[] },
+    private readonly trustRequestChatTemplate = false,
   ) {}
+  private readonly requestTemplates = new Map<string, ChatTemplate>();
 
-  renderChat(messages: readonly TemplateMessage[], opts: ChatOptions = {}): string {
-    return this.template.render(messages, opts);
+  renderChat(messages: readonly TemplateMessage[], opts: ChatEncodeOptions = {}): string {
+    const r = this.resolveChat(messages, opts);
+    return r.template.render(r.messages, r.opts);
   }
 
   /** Chat → ids. Template markers become control ids; message content never does (injection-safe). */
-  encodeChat(messages: readonly TemplateMessage[], opts: ChatOptions = {}): number[] {
-    const segments = this.template.renderSegments(messages, opts);
+  encodeChat(messages: readonly TemplateMessage[], opts: ChatEncodeOptions = {}): number[] {
+    const r = this.resolveChat(messages, opts);
+    const segments = r.template.renderSegments(r.messages, r.opts);
     // continue_final_message, as transformers does it: the render is cut right after the final
     // message's content (its closing markers and anything after them dropped).
     if (opts.continueFinalMessage) {
@@ -62,6 +76,42 @@ export class TokenizerBundle {
       segments.length = last + 1;
     }
     return this.tokenizer.encodeSegments(segments);
+  }
+
+  /**
+   * Which template renders which messages with which variables: the request's template (when trusted)
+   * or the server's; the tool fallback conversation when the template ignores `tools`; the kwargs
+   * checked against the names the render sets itself. Bad input is an INVALID_REQUEST EngineError.
+   */
+  private resolveChat(messages: readonly TemplateMessage[], opts: ChatEncodeOptions): { template: ChatTemplate; messages: readonly TemplateMessage[]; opts: ChatOptions } {
+    const template = opts.chatTemplate === undefined ? this.template : this.requestTemplate(opts.chatTemplate);
+    const kwargs = opts.chatTemplateKwargs;
+    if (kwargs) {
+      const reserved = new Set([...RESERVED_TEMPLATE_KWARGS, ...template.specialTokenNames]);
+      const bad = Object.keys(kwargs).find((k) => reserved.has(k));
+      if (bad !== undefined) throw new EngineError('INVALID_REQUEST', `chat_template_kwargs may not set '${bad}': the server sets it`, 'chat_template_kwargs');
+    }
+    const base: ChatOptions = { addGenerationPrompt: opts.addGenerationPrompt, continueFinalMessage: opts.continueFinalMessage, ...(kwargs ? { kwargs } : {}) };
+    if (opts.toolFallback && !template.rendersTools) return { template, messages: opts.toolFallback, opts: base };
+    return { template, messages, opts: opts.tools ? { ...base, tools: opts.tools } : base };
+  }
+
+  private requestTemplate(text: string): ChatTemplate {
+    if (!this.trustRequestChatTemplate) {
+      throw new EngineError('INVALID_REQUEST', 'chat_template was sent with the request, but the server was not started with --trust-request-chat-template', 'chat_template');
+    }
+    let t = this.requestTemplates.get(text);
+    if (t) this.requestTemplates.delete(text); // re-inserted below: most recently used last
+    else {
+      try {
+        t = this.template.sibling(text, "the request's chat_template");
+      } catch (e) {
+        throw new EngineError('INVALID_REQUEST', (e as TemplateError).message, 'chat_template');
+      }
+      if (this.requestTemplates.size >= REQUEST_TEMPLATE_CACHE) this.requestTemplates.delete(this.requestTemplates.keys().next().value!);
+    }
+    this.requestTemplates.set(text, t);
+    return t;
   }
 
   /** A completion prompt → ids. Special-token strings in it are parsed, as vLLM's completions do. */
@@ -88,7 +138,13 @@ export class TokenizerBundle {
           throw new EngineError('INVALID_REQUEST', `messages[${i}] needs a string role and content`, `messages[${i}]`);
         }
       });
-      tokens = this.encodeChat(messages, { addGenerationPrompt: req.addGenerationPrompt ?? true });
+      tokens = this.encodeChat(messages, {
+        addGenerationPrompt: req.addGenerationPrompt ?? true,
+        tools: req.tools,
+        toolFallback: req.toolFallback,
+        chatTemplate: req.chatTemplate,
+        chatTemplateKwargs: req.chatTemplateKwargs,
+      });
       if (req.addSpecialTokens === true) tokens = this.wrap(tokens);
     } else tokens = this.encodePrompt(req.prompt!, { addSpecialTokens: req.addSpecialTokens ?? true });
     return { count: tokens.length, max_model_len: this.maxModelLen, tokens };
@@ -141,9 +197,12 @@ export async function loadTokenizerBundle(dir: string, opts: TokenizerLoadOption
     if (side.addEosToken && tokenizer.eosId !== null) promptWrap.after.push(tokenizer.eosId);
   }
 
-  const template = side.chatTemplate
-    ? new ChatTemplate(side.chatTemplate, side.chatTemplateSource ?? 'tokenizer_config.json', side.namedTokens)
-    : new ChatTemplate(FALLBACK_CHAT_TEMPLATE, 'built-in ERNIE-4.5 fallback (the checkpoint has no chat_template)', side.namedTokens);
+  const template =
+    opts.chatTemplate !== undefined
+      ? new ChatTemplate(opts.chatTemplate, '--chat-template', side.namedTokens)
+      : side.chatTemplate
+        ? new ChatTemplate(side.chatTemplate, side.chatTemplateSource ?? 'tokenizer_config.json', side.namedTokens)
+        : new ChatTemplate(FALLBACK_CHAT_TEMPLATE, 'built-in ERNIE-4.5 fallback (the checkpoint has no chat_template)', side.namedTokens);
 
   const eos = new Set<number>();
   const add = (id: number | null | undefined): void => {
@@ -157,5 +216,5 @@ export async function loadTokenizerBundle(dir: string, opts: TokenizerLoadOption
   const source =
     `${tokenizer.description}${hasJson && hasModel ? ` [both files present; picked ${useJson ? 'tokenizer.json' : 'tokenizer.model'}]` : ''}; ` +
     `chat template: ${template.source}; side files: ${side.filesRead.join(', ') || 'none'}; eos ids: ${[...eos].join(', ')}`;
-  return new TokenizerBundle(tokenizer, template, source, [...eos], maxModelLen, promptWrap);
+  return new TokenizerBundle(tokenizer, template, source, [...eos], maxModelLen, promptWrap, opts.trustRequestChatTemplate ?? false);
 }

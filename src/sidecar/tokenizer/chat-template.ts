@@ -55,11 +55,43 @@ export class ChatTemplate {
     this.contentTransparent = isContentTransparent(this.compiled.parsed);
   }
 
+  /** Another template with this one's special-token fields (a request's own chat_template). */
+  sibling(text: string, source: string): ChatTemplate {
+    return new ChatTemplate(text, source, this.specialTokens);
+  }
+
+  /** Special-token variable names (bos_token, …): chat_template_kwargs may not override them. */
+  get specialTokenNames(): readonly string[] {
+    return Object.keys(this.specialTokens);
+  }
+
+  /**
+   * Whether the template renders `tools` at all: a one-message chat rendered with a probe tool and
+   * without differ. A template that does not (ERNIE-4.5's) is told about tools by the caller's
+   * fallback conversation instead (ChatTemplateInputs.toolFallback). A template that fails on the
+   * probe does something with tools, so it counts as rendering them.
+   */
+  get rendersTools(): boolean {
+    if (this.toolAware === null) {
+      const probe = [{ role: 'user', content: 'x' }];
+      const tool = { type: 'function', function: { name: 'probe', description: 'probe', parameters: { type: 'object', properties: {} } } };
+      try {
+        this.toolAware = this.render(probe, { tools: [tool] }) !== this.render(probe);
+      } catch {
+        this.toolAware = true;
+      }
+    }
+    return this.toolAware;
+  }
+  private toolAware: boolean | null = null;
+
   render(messages: readonly TemplateMessage[], opts: ChatOptions = {}): string {
     try {
       return this.compiled.render({
         ...this.specialTokens,
-        messages,
+        ...opts.kwargs,
+        messages: messages.map(forTemplate),
+        ...(opts.tools ? { tools: opts.tools } : {}),
         add_generation_prompt: opts.addGenerationPrompt ?? true,
         // raise_exception is a built-in of @huggingface/jinja (throws an Error, wrapped below).
       });
@@ -95,6 +127,26 @@ export class ChatTemplate {
     if (real === null) return segments;
     if (segments.map((s) => s.text).join('') === real) return segments;
     return locateContents(real, messages);
+  }
+}
+
+/**
+ * A message as templates expect it: tool calls' `function.arguments` as an object where they are JSON
+ * (vLLM parses them before rendering: templates write `tool_call.arguments | tojson`).
+ * NOTE: what a template renders from tool calls and tools is template text (its markers parsed), as in
+ * transformers and vLLM; only `content` is kept untrusted (renderSegments).
+ */
+function forTemplate(m: TemplateMessage): TemplateMessage | Record<string, unknown> {
+  if (!m.tool_calls) return m;
+  return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: parseArguments(c.function.arguments) } })) };
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : text;
+  } catch {
+    return text;
   }
 }
 

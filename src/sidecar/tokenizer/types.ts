@@ -68,9 +68,15 @@ export interface TemplateMessage {
   role: string;
   content: string;
   name?: string;
+  tool_calls?: readonly { id: string; type: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
 }
 
 export interface ChatOptions {
+  /** The template's `tools` (absent: the variable is undefined, as transformers leaves it). */
+  tools?: readonly unknown[];
+  /** Extra template variables (chat_template_kwargs); reserved names are refused before rendering. */
+  kwargs?: Readonly<Record<string, unknown>>;
   /** End the render with the assistant prefix (the template's add_generation_prompt). Default true. */
   addGenerationPrompt?: boolean;
   /** End the render right after the final message's content, left open so generation continues it
