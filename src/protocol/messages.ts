@@ -34,8 +34,12 @@ import type {
 import { encodeFrame, encodeFrameParts, FrameError, type Frame } from './framing.js';
 import { packIds, unpackIds } from './packed-ids.js';
 
-/** Bumped on any incompatible change to a schema below. Peers with different versions refuse each other. */
-export const PROTOCOL_VERSION = 2;
+/**
+ * Bumped on any incompatible change to a schema below. Peers with different versions refuse each other.
+ * 3: SUBMIT constraint, chat tools / tool history / templates (a version-2 sidecar would drop them
+ * silently and answer unconstrained), packed TOKENIZE replies.
+ */
+export const PROTOCOL_VERSION = 3;
 
 export const MsgType = {
   HELLO: 0x01,
