@@ -1,6 +1,7 @@
 // `node --import tsx bench/serve-gpu.ts OUT [--device cuda|cpu] [--levels …] [--prompts …] [--input-len …]
 // [--output-len …] [--precisions …]` (bench/serve-gpu.sh runs it on the GPU machine): issue #23's proof.
-// For each precision, the same requests (random token-id prompts, ignore_eos, greedy, logprobs 1) at
+// For each precision, the same requests (random token-id prompts, ignore_eos, greedy sampled on the
+// device, no logprobs; token arrivals counted by return_token_ids) at
 // each concurrency, first through the engine in this process, then through HTTP — `ernie-edge bench
 // serve` against `ernie-edge serve` with the same engine options — streamed and not. Writes
 // OUT/serve-gpu.json (per precision and concurrency: both sides' output tok/s, TTFT, ITL p50, and
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
       device: o.device,
       host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '' },
       workload: {
-        note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy, logprobs 1 (so every token is a chunk); each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
+        note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy sampled on the device (no logprobs), return_token_ids so that a chunk whose text is held back still counts as a token arrival; each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
         benchServeFlags: workloadFlags(o).join(' '),
         serverFlags: Object.fromEntries(o.precisions.map((p) => [p, serverFlags(o, p).join(' ')])),
         levels: o.levels,

@@ -62,7 +62,9 @@ export function workloadFlags(o: ServeGpuOptions): string[] {
   return [
     '--dataset-name', 'random', '--endpoint', '/v1/completions',
     '--random-input-len', o.inputLen, '--random-output-len', o.outputLen, '--random-vocab-size', '100000',
-    '--ignore-eos', '--temperature', '0', '--logprobs', '1', '--seed', String(o.seed),
+    // Greedy with on-device sampling, as the issue measured: no logprobs (they send every step's
+    // logits to the host sampler); token arrivals are counted by return_token_ids instead.
+    '--ignore-eos', '--temperature', '0', '--return-token-ids', '--seed', String(o.seed),
     '--max-concurrency', o.levels.join(','), '--num-prompts', o.prompts.join(','),
   ];
 }
