@@ -84,8 +84,8 @@ export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: nu
 });
 
 /** `ernie-edge bench serve` as a child process (its own cores, as a user runs it); its log goes to `log`. */
-export async function benchServeSide(base: string, o: ServeGpuOptions, name: string, stream: boolean, log: string): Promise<BenchResult> {
-  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o), '--num-warmups', '4', '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
+export async function benchServeSide(base: string, o: ServeGpuOptions, name: string, stream: boolean, log: string, only?: { level: number; prompts: number }): Promise<BenchResult> {
+  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o, only), '--num-warmups', '4', '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
   const file = createWriteStream(log);
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
