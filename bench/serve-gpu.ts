@@ -20,8 +20,9 @@ import { chartOf, targetsMet, type PrecisionResult } from './serve-gpu/summary.j
 
 /**
  * One more streamed run at o.profileLevel with the gateway processes and the sidecar profiled as
- * `node --cpu-prof` would (./serve-gpu/cpu-profile.mjs: OUT/prof/*.cpuprofile, written as each exits), then each profile's top self
- * times (bench/serve-path/profile-top.ts) into OUT/prof/top.txt. Not measured: profiling slows them.
+ * `node --cpu-prof` would (./serve-gpu/cpu-profile.mjs: OUT/prof/*.cpuprofile, written as each
+ * exits), then each profile's top self times (bench/serve-path/profile-top.ts) into OUT/prof/top.txt.
+ * Not measured: profiling slows them.
  */
 async function profiledRun(modelDir: string, o: ServeGpuOptions, precision: string): Promise<void> {
   const dir = path.join(o.outDir, 'prof');

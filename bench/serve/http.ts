@@ -28,7 +28,7 @@ export async function startServer(
   dir: string,
   traceFile: string | null,
   flags: string[] = ['--model', dir, '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512'],
-  extraEnv: NodeJS.ProcessEnv = {}, // e.g. NODE_OPTIONS='--cpu-prof …': every process of the server inherits it
+  extraEnv: NodeJS.ProcessEnv = {}, // e.g. NODE_OPTIONS='--import …' (bench/serve-gpu/cpu-profile.mjs): every process of the server inherits it
 ): Promise<Server> {
   const bin = path.resolve(here, '../../bin/ernie-edge.js');
   const spawnedAt = hrtimeMs();
