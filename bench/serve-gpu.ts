@@ -1,19 +1,51 @@
 // `node --import tsx bench/serve-gpu.ts OUT [--device cuda|cpu] [--levels …] [--prompts …] [--input-len …]
 // [--output-len …] [--precisions …]` (bench/serve-gpu.sh runs it on the GPU machine): issue #23's proof.
-// For each precision, the same requests (random token-id prompts, ignore_eos, greedy, logprobs 1) at
+// For each precision, the same requests (random token-id prompts, ignore_eos, greedy sampled on the
+// device, no logprobs; token arrivals counted by return_token_ids) at
 // each concurrency, first through the engine in this process, then through HTTP — `ernie-edge bench
 // serve` against `ernie-edge serve` with the same engine options — streamed and not. Writes
 // OUT/serve-gpu.json (per precision and concurrency: both sides' output tok/s, TTFT, ITL p50, and
 // httpOverEngine, their ratio), OUT/serve-gpu.svg, and bench serve's own JSON/SVG per run.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { renderChart } from '../src/cli/bench-serve/plot.js';
 import { ensureDefaultModelDir } from '../src/sidecar/model/default-bundle.js';
 import { startServer } from './serve/http.js';
-import { serveGpuOptions, workloadFlags } from './serve-gpu/options.js';
+import { serveGpuOptions, workloadFlags, type ServeGpuOptions } from './serve-gpu/options.js';
 import { benchServeSide, engineSide, httpFigures, serverFlags, sharedWorkload, type SideFigures } from './serve-gpu/sides.js';
 import { chartOf, targetsMet, type PrecisionResult } from './serve-gpu/summary.js';
+
+/**
+ * One more streamed run at o.profileLevel with the gateway processes and the sidecar profiled as
+ * `node --cpu-prof` would (./serve-gpu/cpu-profile.mjs: OUT/prof/*.cpuprofile, written as each
+ * exits), then each profile's top self times (bench/serve-path/profile-top.ts) into OUT/prof/top.txt.
+ * Not measured: profiling slows them.
+ */
+async function profiledRun(modelDir: string, o: ServeGpuOptions, precision: string): Promise<void> {
+  const dir = path.join(o.outDir, 'prof');
+  await mkdir(dir, { recursive: true });
+  const server = await startServer(modelDir, null, serverFlags(o, precision), {
+    NODE_OPTIONS: `--import ${fileURLToPath(new URL('./serve-gpu/cpu-profile.mjs', import.meta.url))}`,
+    ERNIE_CPU_PROFILE_DIR: dir,
+  });
+  try {
+    const level = o.profileLevel!;
+    await benchServeSide(server.base, o, `http-${precision}-stream-profiled`, true, path.join(o.outDir, `bench-serve-${precision}-profiled.log`), { level, prompts: 2 * level });
+  } finally {
+    await server.stop();
+  }
+  const top = fileURLToPath(new URL('./serve-path/profile-top.ts', import.meta.url));
+  let text = '';
+  for (const f of (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'))) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', top, path.join(dir, f), '40'], { encoding: 'utf8' });
+    text += `${r.stdout}${r.stderr}\n`;
+  }
+  await writeFile(path.join(dir, 'top.txt'), text);
+  console.log(`[${precision}] profiled run at ${o.profileLevel} streams: ${dir}/top.txt`);
+}
 
 async function main(): Promise<void> {
   const o = serveGpuOptions(process.argv.slice(2));
@@ -31,7 +63,7 @@ async function main(): Promise<void> {
       device: o.device,
       host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '' },
       workload: {
-        note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy, logprobs 1 (so every token is a chunk); each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
+        note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy sampled on the device (no logprobs), return_token_ids so that a chunk whose text is held back still counts as a token arrival; each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
         benchServeFlags: workloadFlags(o).join(' '),
         serverFlags: Object.fromEntries(o.precisions.map((p) => [p, serverFlags(o, p).join(' ')])),
         levels: o.levels,
@@ -87,6 +119,8 @@ async function main(): Promise<void> {
     await write();
   }
   const out = await write();
+  // Last, so that a cut run keeps every measured figure.
+  if (o.profileLevel !== null) await profiledRun(dir, o, o.precisions[0]!);
   console.log(`wrote ${path.join(o.outDir, 'serve-gpu.json')} and serve-gpu.svg (${elapsed()}); targets met: ${JSON.stringify(out.meets)}`);
 }
 

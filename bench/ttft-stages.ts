@@ -5,7 +5,8 @@
 // `logprobs: 1` (the host-sampling path, which the sidecar's warm-up also takes).
 //   BIN=bin/ernie-edge.js SERVE_ARGS='--device cuda --dtype bfloat16' DIRECT=1 OUT=x.json node --import tsx bench/ttft-stages.ts
 // The client marks two times per request: the first SSE chunk of any kind, and the first chunk
-// carrying a token (text or logprobs); the server's marks say where the rest went.
+// carrying a token (its token_ids: requests ask for return_token_ids, which on token-id prompts costs
+// the server nothing per token); the server's marks say where the rest went.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { rm, writeFile } from 'node:fs/promises';
@@ -49,12 +50,12 @@ function streamOne(base: string, body: object): Promise<Timing> {
           const frame = buf.slice(0, i);
           buf = buf.slice(i + 2);
           if (!frame.startsWith('data: {')) continue;
-          const j = JSON.parse(frame.slice(6)) as { id: string; choices: { text: string; logprobs: { tokens: unknown[] } | null }[] };
+          const j = JSON.parse(frame.slice(6)) as { id: string; choices: { text: string; logprobs: { tokens: unknown[] } | null; token_ids?: number[] }[] };
           t.id = j.id;
           if (!j.choices.length) continue;
           if (Number.isNaN(t.chunkAt)) t.chunkAt = at;
           const c = j.choices[0]!;
-          if (Number.isNaN(t.firstAt) && (c.text || c.logprobs?.tokens.length)) t.firstAt = at;
+          if (Number.isNaN(t.firstAt) && (c.text || c.logprobs?.tokens.length || c.token_ids?.length)) t.firstAt = at;
         }
       });
       res.on('end', () => (res.statusCode === 200 ? resolve({ ...t, doneAt: hrtimeMs() }) : reject(new Error(`HTTP ${res.statusCode}: ${buf}`))));
@@ -88,7 +89,7 @@ async function throughServer(traceFile: string) {
   for (const v of VARIANTS) {
     runs[v.name] = [];
     for (const prompt of prompts(v.seed)) {
-      runs[v.name]!.push(await streamOne(base, { prompt, max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true, ...(v.logprobs === null ? {} : { logprobs: v.logprobs }) }));
+      runs[v.name]!.push(await streamOne(base, { prompt, max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true, return_token_ids: true, ...(v.logprobs === null ? {} : { logprobs: v.logprobs }) }));
     }
   }
   child.kill('SIGTERM');

@@ -102,6 +102,8 @@ export function describe(t: z.ZodType): string {
     }
     case 'union':
       return [...new Set((def.options as z.ZodType[]).map(describe))].join(' or ');
+    case 'custom':
+      return s.description ?? 'custom';
     default:
       return def.type;
   }

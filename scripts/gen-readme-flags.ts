@@ -1,6 +1,7 @@
-// Writes README.md's configuration table from the flag table (src/cli/flags.ts), the source --help
-// prints, so the two never disagree. Only the lines between the marker comments are replaced. Run
-// `npm run docs` after editing a flag; test/cli/readme-flags.test.ts fails while README.md is stale.
+// Writes README.md's configuration table from the flag table (src/cli/flags.ts), and bench/README.md's
+// `bench serve` table from src/cli/bench-serve/args.ts: the sources --help prints, so they never
+// disagree. Only the lines between the marker comments are replaced. Run `npm run docs` after editing
+// a flag; test/cli/readme-flags.test.ts fails while either file is stale.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -8,9 +9,10 @@ import { BENCH_SERVE_FLAGS } from '../src/cli/bench-serve/args.js';
 import { FLAGS, flagHelp, flagUsage, type FlagSpec } from '../src/cli/flags.js';
 
 export const README_FILE = fileURLToPath(new URL('../README.md', import.meta.url));
+export const BENCH_README_FILE = fileURLToPath(new URL('../bench/README.md', import.meta.url));
 export const START_MARKER = '<!-- flags:start: generated from src/cli/flags.ts by `npm run docs`; edit there -->';
 export const END_MARKER = '<!-- flags:end -->';
-/** `bench serve`'s table (src/cli/bench-serve/args.ts), replaced when README.md has these markers. */
+/** `bench serve`'s table (src/cli/bench-serve/args.ts), in bench/README.md. */
 export const BENCH_START_MARKER = '<!-- bench-serve-flags:start: generated from src/cli/bench-serve/args.ts by `npm run docs`; edit there -->';
 export const BENCH_END_MARKER = '<!-- bench-serve-flags:end -->';
 
@@ -38,19 +40,25 @@ function between(readme: string, startMarker: string, endMarker: string, table: 
   return `${readme.slice(0, start + startMarker.length)}\n${table}\n${readme.slice(end)}`;
 }
 
-/** `readme` with the text between the markers replaced by the generated tables (bench serve's where it has its markers). */
-export function withFlagTable(readme: string): string {
-  const start = readme.indexOf(START_MARKER);
-  const end = readme.indexOf(END_MARKER);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${START_MARKER} … ${END_MARKER}`);
-  const out = between(readme, START_MARKER, END_MARKER, renderFlagTable());
-  const bs = out.indexOf(BENCH_START_MARKER);
-  return bs >= 0 && out.indexOf(BENCH_END_MARKER) > bs ? between(out, BENCH_START_MARKER, BENCH_END_MARKER, renderBenchServeFlagTable()) : out;
+function replaceBetween(doc: string, file: string, startMarker: string, endMarker: string, table: string): string {
+  const start = doc.indexOf(startMarker);
+  const end = doc.indexOf(endMarker);
+  if (start < 0 || end < start) throw new Error(`${file} lacks the markers ${startMarker} … ${endMarker}`);
+  return between(doc, startMarker, endMarker, table);
 }
 
+/** `readme` with the text between the markers replaced by the generated configuration table. */
+export const withFlagTable = (readme: string): string => replaceBetween(readme, 'README.md', START_MARKER, END_MARKER, renderFlagTable());
+
+/** `doc` (bench/README.md) with the text between the bench serve markers replaced by its generated table. */
+export const withBenchServeFlagTable = (doc: string): string =>
+  replaceBetween(doc, 'bench/README.md', BENCH_START_MARKER, BENCH_END_MARKER, renderBenchServeFlagTable());
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const before = readFileSync(README_FILE, 'utf8');
-  const after = withFlagTable(before);
-  if (after !== before) writeFileSync(README_FILE, after);
-  console.log(after === before ? `${README_FILE}: flag table already up to date` : `wrote the flag table into ${README_FILE}`);
+  for (const [file, render] of [[README_FILE, withFlagTable], [BENCH_README_FILE, withBenchServeFlagTable]] as const) {
+    const before = readFileSync(file, 'utf8');
+    const after = render(before);
+    if (after !== before) writeFileSync(file, after);
+    console.log(after === before ? `${file}: flag table already up to date` : `wrote the flag table into ${file}`);
+  }
 }

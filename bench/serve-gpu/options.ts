@@ -16,6 +16,9 @@ export interface ServeGpuOptions {
   /** --max-num-batched-tokens of both the engine and the server (default: serve's for the device). */
   maxNumBatchedTokens: number;
   maxModelLen: number;
+  /** After the measured runs: one more streamed run of the first precision at this concurrency with
+   *  every server process CPU-profiled (profiles in OUT/prof); null: none. */
+  profileLevel: number | null;
 }
 
 const list = (s: string) => s.split(',').map((x) => Number(x.trim()));
@@ -34,6 +37,7 @@ export function serveGpuOptions(argv: string[]): ServeGpuOptions {
       seed: { type: 'string', default: '1' },
       'max-num-batched-tokens': { type: 'string' },
       'max-model-len': { type: 'string', default: '4096' },
+      'profile-level': { type: 'string' },
     },
   });
   const device = values.device as 'cuda' | 'cpu';
@@ -54,15 +58,18 @@ export function serveGpuOptions(argv: string[]): ServeGpuOptions {
     seed: Number(values.seed),
     maxNumBatchedTokens: Number(values['max-num-batched-tokens'] ?? (device === 'cuda' ? 2048 : 512)),
     maxModelLen: Number(values['max-model-len']),
+    profileLevel: values['profile-level'] ? Number(values['profile-level']) : null,
   };
 }
 
 /** `bench serve`'s workload flags for these options (the engine side builds its requests from the same). */
-export function workloadFlags(o: ServeGpuOptions): string[] {
+export function workloadFlags(o: ServeGpuOptions, only?: { level: number; prompts: number }): string[] {
   return [
     '--dataset-name', 'random', '--endpoint', '/v1/completions',
     '--random-input-len', o.inputLen, '--random-output-len', o.outputLen, '--random-vocab-size', '100000',
-    '--ignore-eos', '--temperature', '0', '--logprobs', '1', '--seed', String(o.seed),
-    '--max-concurrency', o.levels.join(','), '--num-prompts', o.prompts.join(','),
+    // Greedy with on-device sampling, as the issue measured: no logprobs (they send every step's
+    // logits to the host sampler); token arrivals are counted by return_token_ids instead.
+    '--ignore-eos', '--temperature', '0', '--return-token-ids', '--seed', String(o.seed),
+    '--max-concurrency', only ? String(only.level) : o.levels.join(','), '--num-prompts', only ? String(only.prompts) : o.prompts.join(','),
   ];
 }

@@ -54,12 +54,12 @@ export async function engineSide(dir: string, o: ServeGpuOptions, precision: 'bf
   try {
     // Warm-up as the server's own (its sidecar warms up before /ready): not measured.
     const warm = randomWorkload(Math.min(16, maxNumSeqs), 7).map((r) => ({ ...r, maxTokens: Math.min(r.maxTokens, 16) }));
-    await engineRun(e.engine, e.setSink, warm, warm.length, 'warm-up', e.kvBlockBytes, e.nextIds(warm.length), 1);
+    await engineRun(e.engine, e.setSink, warm, warm.length, 'warm-up', e.kvBlockBytes, e.nextIds(warm.length));
     const out: SideFigures[] = [];
     for (let k = 0; k < o.levels.length; k++) {
       const reqs = work[k]!;
-      // logprobs 1, as the HTTP side asks (every token then travels as its own chunk).
-      const r = await engineRun(e.engine, e.setSink, reqs, o.levels[k]!, `engine c=${o.levels[k]}`, e.kvBlockBytes, e.nextIds(reqs.length), 1);
+      // No logprobs, as the HTTP side: greedy sampled on the device.
+      const r = await engineRun(e.engine, e.setSink, reqs, o.levels[k]!, `engine c=${o.levels[k]}`, e.kvBlockBytes, e.nextIds(reqs.length));
       out.push({ outputTokS: r.outputTokS, requests: r.requests, outputTokens: r.outputTokens, ttftP50Ms: r.ttftMs.p50, ttftP99Ms: r.ttftMs.p99, itlP50Ms: r.itlMs.p50, itlP99Ms: r.itlMs.p99 });
     }
     return out;
@@ -84,8 +84,8 @@ export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: nu
 });
 
 /** `ernie-edge bench serve` as a child process (its own cores, as a user runs it); its log goes to `log`. */
-export async function benchServeSide(base: string, o: ServeGpuOptions, name: string, stream: boolean, log: string): Promise<BenchResult> {
-  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o), '--num-warmups', '4', '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
+export async function benchServeSide(base: string, o: ServeGpuOptions, name: string, stream: boolean, log: string, only?: { level: number; prompts: number }): Promise<BenchResult> {
+  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o, only), '--num-warmups', '4', '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
   const file = createWriteStream(log);
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

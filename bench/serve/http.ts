@@ -24,12 +24,17 @@ export interface Server {
  * `ernie-edge serve` on any free port: by default on the checkpoint `dir` with bench:serve's options;
  * `flags` replaces those (bench/serve-gpu.ts passes its own). traceFile null: no stage tracing.
  */
-export async function startServer(dir: string, traceFile: string | null, flags: string[] = ['--model', dir, '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512']): Promise<Server> {
+export async function startServer(
+  dir: string,
+  traceFile: string | null,
+  flags: string[] = ['--model', dir, '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512'],
+  extraEnv: NodeJS.ProcessEnv = {}, // e.g. NODE_OPTIONS='--import …' (bench/serve-gpu/cpu-profile.mjs): every process of the server inherits it
+): Promise<Server> {
   const bin = path.resolve(here, '../../bin/ernie-edge.js');
   const spawnedAt = hrtimeMs();
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: traceFile === null ? process.env : { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile },
+    env: { ...process.env, ...extraEnv, ...(traceFile === null ? {} : { ERNIE_EDGE_TRACE_FILE: traceFile }) },
   });
   let buf = '';
   const exited = new Promise((r) => child.once('exit', r));

@@ -66,6 +66,15 @@ export type MsgTypeName = keyof typeof MsgType;
 // ---- shared pieces (mirroring engine-client.ts; compile-time checks at the bottom keep them in sync) ----
 const num = z.number().finite();
 const int = z.number().int();
+// NOTE: lists of token ids are checked in one loop: z.array(int) parses each element as its own
+// schema, which cost about a hundred times the JSON parse of a SUBMIT with a few hundred prompt ids,
+// on every request's way to its first token.
+const isIntList = (v: unknown): v is number[] => {
+  if (!Array.isArray(v)) return false;
+  for (const x of v) if (!Number.isInteger(x)) return false;
+  return true;
+};
+const intList = z.custom<number[]>(isIntList, { message: 'expected a list of integers' });
 export const errorCodeSchema = z.enum(['INVALID_REQUEST', 'QUEUE_FULL', 'NOT_READY', 'ENGINE_DEAD', 'INTERNAL']);
 export const wireErrorSchema = z.object({ code: errorCodeSchema, message: z.string(), param: z.string().nullable() });
 const finishReason = z.enum(['stop', 'length', 'abort', 'error']);
@@ -89,7 +98,7 @@ const chatTemplateInputs = {
 };
 const prompt = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string() }),
-  z.object({ kind: z.literal('tokens'), ids: z.array(int) }),
+  z.object({ kind: z.literal('tokens'), ids: intList }),
   z.object({ kind: z.literal('chat'), messages: z.array(chatMessage), addGenerationPrompt: z.boolean(), continueFinalMessage: z.boolean().optional(), ...chatTemplateInputs }),
 ]);
 const sampling = z.object({
@@ -104,7 +113,7 @@ const sampling = z.object({
   logitBias: z.record(z.string(), num),
   seed: int.nullable(),
   stop: z.array(z.string()),
-  stopTokenIds: z.array(int),
+  stopTokenIds: intList,
   ignoreEos: z.boolean(),
   minTokens: int.nonnegative().optional(),
   logprobs: int.nullable(),
@@ -128,7 +137,7 @@ const engineTiming = z.object({ queue: num, prefill: num, decode: num, inference
 const choiceDelta = z.object({
   index: int,
   text: z.string(),
-  tokenIds: z.array(int),
+  tokenIds: intList,
   logprobs: z.array(tokenLogprob).optional(),
   finishReason: finishReason.optional(),
   stopReason: z.union([z.string(), int]).nullable().optional(),
@@ -138,7 +147,7 @@ export const engineEventSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('accepted'),
     promptTokens: int,
-    promptTokenIds: z.array(int).optional(),
+    promptTokenIds: intList.optional(),
     promptText: z.string().optional(),
   }),
   z.object({ type: z.literal('delta'), choices: z.array(choiceDelta), promptLogprobs: z.array(promptLogprob).optional() }),
@@ -195,7 +204,7 @@ export const tokenizeRequestSchema = z.object({
   addGenerationPrompt: z.boolean(),
   returnTokenStrs: z.boolean().optional(),
 });
-export const tokenizeResultSchema = z.object({ tokens: z.array(int), maxModelLen: int, tokenStrs: z.array(z.string()).optional() });
+export const tokenizeResultSchema = z.object({ tokens: intList, maxModelLen: int, tokenStrs: z.array(z.string()).optional() });
 export const detokenizeResultSchema = z.object({ prompt: z.string() });
 
 // ---- the messages, keyed by type name ----
@@ -212,7 +221,7 @@ export const messageSchemas = {
   HEALTH: z.object({ cid }),
   MODEL: z.object({ cid }),
   TOKENIZE: z.object({ cid, req: tokenizeRequestSchema, packed: z.boolean().optional() }),
-  DETOKENIZE: z.object({ cid, tokens: z.array(int) }),
+  DETOKENIZE: z.object({ cid, tokens: intList }),
   RESPONSE_PUT: z.object({ cid, id: z.string(), value: z.string() }),
   RESPONSE_GET: z.object({ cid, id: z.string() }),
   RESPONSE_DELETE: z.object({ cid, id: z.string() }),

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { FLAGS, flagHelp, flagUsage, helpText } from '../../src/cli/flags.js';
-import { END_MARKER, README_FILE, renderFlagTable, START_MARKER, withFlagTable } from '../../scripts/gen-readme-flags.js';
+import { BENCH_END_MARKER, BENCH_START_MARKER, END_MARKER, README_FILE, renderBenchServeFlagTable, renderFlagTable, START_MARKER, withBenchServeFlagTable, withFlagTable } from '../../scripts/gen-readme-flags.js';
 
 describe('README flag table', () => {
   it('matches src/cli/flags.ts', () => {
@@ -28,7 +28,11 @@ describe('README flag table', () => {
   it('replaces only what lies between the markers', () => {
     const doc = `# t\n\nbefore\n${START_MARKER}\nstale\n${END_MARKER}\nafter\n`;
     expect(withFlagTable(doc)).toBe(`# t\n\nbefore\n${START_MARKER}\n${renderFlagTable()}\n${END_MARKER}\nafter\n`);
-    expect(() => withFlagTable('# no markers\n')).toThrow(/lacks the markers/);
+    expect(() => withFlagTable('# no markers\n')).toThrow(/README.md lacks the markers/);
+    // bench/README.md's bench serve table the same way, and only that one.
+    const bench = `# b\n${START_MARKER}\nkept\n${END_MARKER}\n${BENCH_START_MARKER}\nstale\n${BENCH_END_MARKER}\nafter\n`;
+    expect(withBenchServeFlagTable(bench)).toBe(`# b\n${START_MARKER}\nkept\n${END_MARKER}\n${BENCH_START_MARKER}\n${renderBenchServeFlagTable()}\n${BENCH_END_MARKER}\nafter\n`);
+    expect(() => withBenchServeFlagTable('# no markers\n')).toThrow(/bench\/README.md lacks the markers/);
   });
 
   it('help texts quote no measured figures', () => {

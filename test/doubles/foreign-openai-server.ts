@@ -4,7 +4,9 @@
 // whole, and keeps a ledger of what it answered so a test can compare the benchmark's report with it.
 // Output length: max_tokens when ignore_eos, else max_tokens minus (prompt size mod 3), so the usage
 // it reports differs from what was asked. `failWith` picks requests to refuse, by their prompt (not
-// by arrival order, so any interleaving fails the same requests).
+// by arrival order, so any interleaving fails the same requests). `return_token_ids` (vLLM's extension)
+// puts each chunk's token ids on its choice; `silentTokens` makes each stream's first tokens decode to
+// no text (as a held-back UTF-8 character does), so only their ids say they arrived.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,12 +34,13 @@ export type ForeignBody = {
   stream?: boolean;
   ignore_eos?: boolean;
   stream_options?: { include_usage?: boolean };
+  return_token_ids?: boolean;
 };
 
 const promptSize = (b: ForeignBody): number => (Array.isArray(b.prompt) ? b.prompt.length : typeof b.prompt === 'string' ? b.prompt.length : (b.messages ?? []).reduce((a, m) => a + m.content.length, 0));
 
 export async function startForeignServer(
-  opts: { model?: string; failWith?: (b: ForeignBody) => number | null; tokensPerBurst?: number; /** Never send usage (servers without stream_options). */ noUsage?: boolean } = {},
+  opts: { model?: string; failWith?: (b: ForeignBody) => number | null; tokensPerBurst?: number; /** Never send usage (servers without stream_options). */ noUsage?: boolean; silentTokens?: number } = {},
 ): Promise<ForeignServer> {
   const model = opts.model ?? 'foreign-model';
   const ledger: Ledger = { byStatus: {}, completionTokens: 0, promptTokens: 0, bodies: [] };
@@ -72,7 +75,9 @@ export async function startForeignServer(
       ledger.completionTokens += n;
       ledger.promptTokens += size;
       const finish = (i: number) => (i === n - 1 ? 'length' : null);
-      const piece = (i: number) => (chat ? { index: 0, delta: { content: `t${i} ` }, finish_reason: finish(i) } : { index: 0, text: `t${i} `, finish_reason: finish(i) });
+      const text = (i: number) => (i < (opts.silentTokens ?? 0) ? '' : `t${i} `);
+      const ids = (i: number) => (b.return_token_ids ? { token_ids: [100 + i] } : {});
+      const piece = (i: number) => (chat ? { index: 0, delta: { content: text(i) }, finish_reason: finish(i), ...ids(i) } : { index: 0, text: text(i), finish_reason: finish(i), ...ids(i) });
       if (!b.stream) {
         const choice = chat ? { index: 0, message: { role: 'assistant', content: 'x'.repeat(n) }, finish_reason: 'length' } : { index: 0, text: 'x'.repeat(n), finish_reason: 'length' };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', object: chat ? 'chat.completion' : 'text_completion', model, choices: [choice], ...(opts.noUsage ? {} : { usage }) }));

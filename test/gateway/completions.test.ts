@@ -105,4 +105,16 @@ describe('POST /v1/completions', () => {
     const e = await expectError(await post('/v1/completions', { model: MODEL, prompt: [999999999] }), 400);
     expect(e.param).toBe('prompt');
   });
+
+  it('token-id prompts must be non-empty lists of integers in [0, 2^31): anything else is a 400 naming prompt, no engine call', async () => {
+    const { post, engine } = setup();
+    const bad: unknown[] = [[], [-1], [1.5], [2 ** 31], [1, '7'], [1, null], [[1], [-2]], [[]], [[1, 2.5]], [true], [[1], 'x']];
+    for (const prompt of bad) {
+      const e = await expectError(await post('/v1/completions', { model: MODEL, prompt, max_tokens: 1 }), 400);
+      expect(e.param, JSON.stringify(prompt)).toBe('prompt');
+    }
+    expect(engine.submitted).toHaveLength(0);
+    await json(await post('/v1/completions', { model: MODEL, prompt: [[0, 1], [2 ** 10]], max_tokens: 1 }));
+    expect(engine.submitted.map((r) => r.prompt)).toEqual([{ kind: 'tokens', ids: [0, 1] }, { kind: 'tokens', ids: [1024] }]);
+  });
 });

@@ -81,6 +81,19 @@ describe('return_token_ids and return_token_strs', () => {
     expect(chunks.flatMap((c) => c.choices[0].token_ids)).toHaveLength(3);
   });
 
+  it('completions with token-id prompts: prompt_token_ids are the prompt as sent, without the engine echoing (decoding) it', async () => {
+    const { engine, post } = setup();
+    const ids = [5, 17, 23, 42];
+    const res = await post('/v1/completions', { model: MODEL, prompt: ids, max_tokens: 3, return_token_ids: true, stream: true });
+    const { events } = await sse(res);
+    const chunks = events as Any[];
+    expect(chunks[0].choices[0].prompt_token_ids).toEqual(ids);
+    expect(chunks.flatMap((c) => c.choices[0]?.token_ids ?? [])).toHaveLength(3);
+    const whole = await (await post('/v1/completions', { model: MODEL, prompt: [ids, [7, 8]], max_tokens: 2, return_token_ids: true })).json() as Any;
+    expect(whole.choices.map((c: Any) => c.prompt_token_ids)).toEqual([ids, [7, 8]]);
+    expect(engine.submitted.map((r) => r.echo)).toEqual([false, false, false]);
+  });
+
   it('/tokenize return_token_strs gives the tokenizer pieces, one per token', async () => {
     const { env, post } = await hostApp();
     const body = await post('/tokenize', { prompt: 'hi 你好', return_token_strs: true });

@@ -107,5 +107,12 @@ describe('codec', () => {
     expect(() => decodeMessage(bad(MsgType.STEP, { events: [['x', { type: 'delta', choices: [{ index: 0, text: '', tokenIds: [], finishReason: 'maybe' }] }]] }))).toThrow(ProtocolError);
     expect(() => decodeMessage(bad(MsgType.STEP, { events: [{ id: 'x' }] }))).toThrow(ProtocolError);
     expect(() => decodeMessage(bad(MsgType.CREDIT, { consumed: [['x', -1]] }))).toThrow(ProtocolError);
+    // Lists of token ids: integers only (checked in one loop, not per element).
+    const submit = (ids: unknown) => bad(MsgType.SUBMIT, { req: { id: 'r', prompt: { kind: 'tokens', ids }, sampling, n: 1, echo: false } });
+    expect(decodeMessage(submit([0, 7, 2 ** 20]))).toMatchObject({ type: 'SUBMIT', body: { req: { prompt: { ids: [0, 7, 2 ** 20] } } } });
+    for (const ids of [[1, 2.5], [1, '2'], [null], 'abc', { 0: 1 }]) expect(() => decodeMessage(submit(ids)), JSON.stringify(ids)).toThrow(/SUBMIT: req.prompt.ids/);
+    expect(() => decodeMessage(bad(MsgType.SUBMIT, { req: { id: 'r', prompt: { kind: 'text', text: 'x' }, sampling: { ...sampling, stopTokenIds: [1.5] }, n: 1, echo: false } }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.DETOKENIZE, { cid: 1, tokens: ['a'] }))).toThrow(ProtocolError);
+    expect(() => decodeMessage(bad(MsgType.STEP, { events: [['x', { type: 'accepted', promptTokens: 1, promptTokenIds: [0.5] }]] }))).toThrow(ProtocolError);
   });
 });

@@ -40,6 +40,7 @@ export interface BenchServeOptions {
   ignoreEos: boolean;
   temperature: number;
   logprobs?: number;
+  returnTokenIds: boolean;
   goodput: Slos;
   numWarmups: number;
   /** Absent: chosen per level from its concurrency (./workers.ts autoWorkers). */
@@ -74,6 +75,7 @@ export const BENCH_SERVE_FLAGS: readonly ParsableFlag[] = [
   { name: 'ignore-eos', kind: 'bool', help: 'send ignore_eos: true so every request generates its full length (vLLM extension; servers that lack it refuse it or ignore it)' },
   { name: 'temperature', kind: 'number', arg: 'T', help: 'sampling temperature (default 0: greedy)' },
   { name: 'logprobs', kind: 'int', arg: 'K', help: 'ask for logprobs of K alternatives per token; then every token is its own chunk even where it decodes to no text' },
+  { name: 'return-token-ids', kind: 'bool', help: 'send return_token_ids: true (vLLM extension): a chunk then counts as a token arrival by its token ids, also where its text is held back or empty; unlike --logprobs it costs the server no work per token' },
   { name: 'goodput', kind: 'string', arg: 'KEY:MS …', repeatable: true, help: 'SLOs for goodput (requests/s meeting all of them): ttft, tpot, e2el in ms, e.g. --goodput ttft:200 tpot:10, as vLLM' },
   { name: 'num-warmups', kind: 'int', arg: 'N', help: 'requests sent and discarded before each run (default 1, as vLLM checks the server with one test request)' },
   { name: 'num-workers', kind: 'int', arg: 'N', help: "worker threads the requests are spread over (default: 1 up to 64 in flight, one more per 64, at most half the cores, so each thread keeps headroom); 1 = the main thread alone" },
@@ -207,6 +209,7 @@ export function parseBenchServeArgs(argv: readonly string[], env: Record<string,
     ignoreEos: flags['ignore-eos'] === true,
     temperature,
     logprobs,
+    returnTokenIds: flags['return-token-ids'] === true,
     goodput: parseGoodput((flags.goodput as string[] | undefined) ?? []),
     numWarmups: int('num-warmups', 1, 0),
     numWorkers: flags['num-workers'] === undefined ? undefined : int('num-workers', 1, 1),

@@ -17,6 +17,7 @@ export interface BenchResult {
   ignoreEos: boolean;
   temperature: number;
   logprobs: number | null;
+  returnTokenIds: boolean;
   seed: number;
   requestRate: number | null;
   burstiness: number;

@@ -2,7 +2,10 @@
 // writing the request to the arrival of the bytes holding the first token, ITL between the chunks
 // that hold tokens, E2E to the end of the response. Output tokens are what the server reports in
 // `usage` (stream_options.include_usage on streams); a server that reports none is counted by its
-// token-bearing chunks, and the result says which.
+// token-bearing chunks, and the result says which. With `returnTokenIds` (vLLM's `return_token_ids`)
+// each chunk names its token ids: a chunk is a token arrival when it has any, also where its text is
+// still held back or empty, and the count without usage is exact; the server does no extra work per
+// token for it (logprobs would send every step's logits to a host sampler).
 //
 // NOTE: node:http with a keep-alive agent, not fetch: undici's fetch and web streams cost several
 // times more CPU per streamed request, and a client that shares the host with the server takes that
@@ -22,6 +25,7 @@ export interface RequestConfig {
   ignoreEos: boolean;
   temperature: number;
   logprobs?: number;
+  returnTokenIds?: boolean;
   apiKey?: string;
   timeoutMs: number;
 }
@@ -47,6 +51,7 @@ interface Choice {
   delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: unknown[] | null };
   logprobs?: { tokens?: unknown[]; content?: unknown[] | null } | null;
   finish_reason?: string | null;
+  token_ids?: number[] | null;
 }
 interface Chunk {
   choices?: Choice[];
@@ -56,7 +61,7 @@ interface Chunk {
 
 /** Whether a streamed choice carries output (chat's first chunk may only announce the role). */
 const carriesToken = (c: Choice): boolean =>
-  !!(c.text || c.delta?.content || c.delta?.reasoning_content || c.delta?.tool_calls?.length || c.logprobs?.tokens?.length || c.logprobs?.content?.length);
+  !!(c.text || c.delta?.content || c.delta?.reasoning_content || c.delta?.tool_calls?.length || c.logprobs?.tokens?.length || c.logprobs?.content?.length || c.token_ids?.length);
 
 export function requestBody(p: BenchPrompt, cfg: RequestConfig): string {
   const body: Record<string, unknown> = { model: cfg.model, max_tokens: p.outputTokens, temperature: cfg.temperature, stream: cfg.stream };
@@ -64,6 +69,7 @@ export function requestBody(p: BenchPrompt, cfg: RequestConfig): string {
   else body.messages = [{ role: 'user', content: typeof p.prompt === 'string' ? p.prompt : p.prompt.join(' ') }];
   if (cfg.stream) body.stream_options = { include_usage: true };
   if (cfg.ignoreEos) body.ignore_eos = true;
+  if (cfg.returnTokenIds) body.return_token_ids = true;
   if (cfg.logprobs !== undefined) {
     if (cfg.endpoint === '/v1/completions') body.logprobs = cfg.logprobs;
     else Object.assign(body, { logprobs: true, top_logprobs: cfg.logprobs });
@@ -94,6 +100,7 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
     let firstAt = NaN;
     let lastAt = NaN;
     let chunks = 0; // token-bearing chunks
+    let idsSeen = -1; // token ids the chunks named (-1: none named any)
     let usage: Chunk['usage'] = null;
     let finished = false; // a finish_reason or [DONE] was seen
     let streamError: string | undefined;
@@ -106,7 +113,7 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
       const reported = typeof usage?.completion_tokens === 'number';
       resolve({
         promptTokens: typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : null,
-        outputTokens: reported ? usage!.completion_tokens! : chunks,
+        outputTokens: reported ? usage!.completion_tokens! : idsSeen >= 0 ? idsSeen : chunks,
         usageReported: reported,
         ttftMs: Number.isNaN(firstAt) ? null : firstAt - sentAt,
         itlMs,
@@ -131,6 +138,7 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
             const j = JSON.parse(buf) as Chunk;
             usage = j.usage ?? null;
             if (j.choices?.length) chunks = 1;
+            for (const c of j.choices ?? []) if (Array.isArray(c.token_ids)) idsSeen = Math.max(0, idsSeen) + c.token_ids.length;
             // Whole responses: the first token arrives with the last, so TTFT is the latency.
             done(j.choices ? { ok: true, status: '200', ttftMs: at - sentAt, e2eMs: at - sentAt } : { ok: false, status: 'bad-response', error: buf.slice(0, 300) });
           } catch {
@@ -168,6 +176,7 @@ export function sendRequest(p: BenchPrompt, cfg: RequestConfig, agent: http.Agen
           for (const c of j.choices ?? []) {
             if (c.finish_reason) finished = true;
             if (carriesToken(c)) token = true;
+            if (Array.isArray(c.token_ids)) idsSeen = Math.max(0, idsSeen) + c.token_ids.length;
           }
           if (token) {
             chunks++;

@@ -73,7 +73,7 @@ export async function runBenchServe(argv: readonly string[], env: NodeJS.Process
   }
   const cfg: RequestConfig = {
     baseUrl: opts.baseUrl, endpoint: opts.endpoint, model, stream: opts.stream, ignoreEos: opts.ignoreEos,
-    temperature: opts.temperature, logprobs: opts.logprobs, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs,
+    temperature: opts.temperature, logprobs: opts.logprobs, returnTokenIds: opts.returnTokenIds, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs,
   };
   const date = new Date();
   say(`bench serve: ${model} at ${opts.baseUrl}${opts.endpoint}, ${opts.dataset} dataset, ${opts.stream ? 'streaming' : 'not streaming'}, request rate ${opts.requestRate}, levels ${opts.maxConcurrency.map((c) => c ?? '∞').join(',')}`);
@@ -125,6 +125,7 @@ export async function runBenchServe(argv: readonly string[], env: NodeJS.Process
     ignoreEos: opts.ignoreEos,
     temperature: opts.temperature,
     logprobs: opts.logprobs ?? null,
+    returnTokenIds: opts.returnTokenIds,
     seed: opts.seed,
     requestRate: Number.isFinite(opts.requestRate) ? opts.requestRate : null,
     burstiness: opts.burstiness,

@@ -42,7 +42,11 @@ interface Opts {
   /** echo with logprobs: the prompt's tokens join the choice's logprobs, k alternatives each. */
   echoLogprobs: number | null;
   returnTokenIds: boolean;
+  prompts: Prompt[];
 }
+
+/** A choice's prompt_token_ids: a token-id prompt's own, else the engine's echo of the tokenized text. */
+const promptIds = (p: Prompt, echoed: number[] | undefined): number[] => (p.kind === 'tokens' ? p.ids : (echoed ?? []));
 
 export function completionsHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
@@ -66,14 +70,16 @@ export function completionsHandler(deps: RouteDeps) {
     const env: Envelope = { id: `cmpl-${randomId()}`, created: Math.floor(deps.now() / 1000), model: name, system_fingerprint: fingerprint(name) };
     const list = prompts(body.prompt);
     checkSequences(list.length, n, info);
-    const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo: echo || returnTokenIds, ...(constraint ? { constraint } : {}) }));
+    // return_token_ids alone needs the engine's echo only for text prompts: token-id prompts are their
+    // own ids, and echo would have the sidecar decode the prompt's text for nobody.
+    const reqs: SubmitRequest[] = list.map((prompt, i) => ({ id: list.length === 1 ? env.id : `${env.id}-${i}`, prompt, sampling, n, echo: echo || (returnTokenIds && prompt.kind !== 'tokens'), ...(constraint ? { constraint } : {}) }));
     rec.traceAs(env.id);
     rec.mark('gw.parsed');
     rec.generation = true;
     const group = await startRuns(c.var.engine, reqs, c.req.raw.signal);
     const progress = new Progress(group.runs, n, rec);
     const asIds = body.return_tokens_as_token_ids === true;
-    const opts: Opts = { env, n, echo, logprobs: sampling.logprobs !== null, asIds, echoLogprobs, returnTokenIds };
+    const opts: Opts = { env, n, echo, logprobs: sampling.logprobs !== null, asIds, echoLogprobs, returnTokenIds, prompts: list };
     const promptLps: (PromptLogprob[] | null)[] = group.runs.map(() => null);
     if (plan.stream) {
       rec.streaming = true;
@@ -109,7 +115,7 @@ export function completionsHandler(deps: RouteDeps) {
             logprobs: opts.logprobs ? ch.logprobs : null,
             finish_reason: ch.finish ?? 'stop',
             ...(body.prompt_logprobs != null ? { prompt_logprobs: vllmPromptLogprobs(promptLps[run] ?? [], body.prompt_logprobs, asIds) } : {}),
-            ...(returnTokenIds ? { prompt_token_ids: group.runs[run]!.accepted.promptTokenIds ?? [], token_ids: ch.tokenIds } : {}),
+            ...(returnTokenIds ? { prompt_token_ids: promptIds(list[run]!, group.runs[run]!.accepted.promptTokenIds), token_ids: ch.tokenIds } : {}),
           };
         }),
         usage: progress.usage(),
@@ -138,7 +144,8 @@ async function* completionChunks(
     if (!o.returnTokenIds) return {};
     const first = !promptIdsSent[index];
     promptIdsSent[index] = true;
-    return { ...(first ? { prompt_token_ids: group.runs[Math.floor(index / o.n)]!.accepted.promptTokenIds ?? [] } : {}), token_ids: tokenIds };
+    const run = Math.floor(index / o.n);
+    return { ...(first ? { prompt_token_ids: promptIds(o.prompts[run]!, group.runs[run]!.accepted.promptTokenIds) } : {}), token_ids: tokenIds };
   };
   // The echoed prompt opens each choice; with logprobs it waits for the prompt's logprobs (the run's
   // first delta), so that its chunk carries them.

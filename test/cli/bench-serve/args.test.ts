@@ -54,16 +54,20 @@ describe('bench serve args', () => {
   });
 });
 
-describe('bench serve in README.md', () => {
-  it('has its flag table, generated from the table --help prints', async () => {
+describe('bench serve in bench/README.md', () => {
+  it('has its flag table, generated from the table --help prints; README.md only points there', async () => {
     const { readFileSync } = await import('node:fs');
-    const { BENCH_END_MARKER, BENCH_START_MARKER, README_FILE, renderBenchServeFlagTable } = await import('../../../scripts/gen-readme-flags.js');
+    const { BENCH_END_MARKER, BENCH_README_FILE, BENCH_START_MARKER, README_FILE, renderBenchServeFlagTable, withBenchServeFlagTable } = await import('../../../scripts/gen-readme-flags.js');
     const { BENCH_SERVE_FLAGS, BENCH_SERVE_HELP } = await import('../../../src/cli/bench-serve/args.js');
+    const doc = readFileSync(BENCH_README_FILE, 'utf8');
+    const start = doc.indexOf(BENCH_START_MARKER);
+    const end = doc.indexOf(BENCH_END_MARKER);
+    expect(start >= 0 && end > start, 'bench/README.md lost the bench serve table markers').toBe(true);
+    expect(doc.slice(start + BENCH_START_MARKER.length, end).trim(), 'run `npm run docs`').toBe(renderBenchServeFlagTable());
+    expect(withBenchServeFlagTable(doc)).toBe(doc);
     const readme = readFileSync(README_FILE, 'utf8');
-    const start = readme.indexOf(BENCH_START_MARKER);
-    const end = readme.indexOf(BENCH_END_MARKER);
-    expect(start >= 0 && end > start, 'README.md lost the bench serve table markers').toBe(true);
-    expect(readme.slice(start + BENCH_START_MARKER.length, end).trim(), 'run `npm run docs`').toBe(renderBenchServeFlagTable());
+    expect(readme).not.toContain(BENCH_START_MARKER);
+    expect(readme).toContain('bench/README.md#bench-serve-flags');
     expect(renderBenchServeFlagTable().split('\n')).toHaveLength(2 + BENCH_SERVE_FLAGS.length);
     for (const f of BENCH_SERVE_FLAGS) expect(BENCH_SERVE_HELP).toContain(`--${f.negatable ? '[no-]' : ''}${f.name}`);
     // Help texts state meanings and reasons, never measured figures.

@@ -140,6 +140,32 @@ describe('bench serve against a foreign OpenAI-compatible server', () => {
     expect(json.requestRate).toBe(200);
   });
 
+  it('with --return-token-ids counts a chunk whose text is still empty as a token arrival, exactly, without usage', async () => {
+    // Each stream's first 3 tokens decode to no text: only their ids say they arrived.
+    const silent = await startForeignServer({ noUsage: true, silentTokens: 3 });
+    const dir = tempDir('token-ids-');
+    try {
+      const run = async (name: string, extra: string[]) => {
+        const r = await benchServe(['--base-url', silent.base, '--random-input-len', '10-20', '--random-output-len', '8-16', '--num-prompts', '5', '--num-warmups', '0', '--ignore-eos', '--save-result', '--result-dir', dir, '--result-filename', `${name}.json`, ...extra]);
+        expect(r.code, r.err).toBe(0);
+        return (await readResult(dir, name)).json;
+      };
+      const before = silent.ledger.completionTokens;
+      const plain = await run('plain', []);
+      const generated = silent.ledger.completionTokens - before;
+      // Text alone misses the silent tokens: 3 per request.
+      expect(plain.levels[0]!.totalOutputTokens).toBe(generated - 5 * 3);
+      const ids = await run('ids', ['--return-token-ids']);
+      expect(silent.ledger.bodies.at(-1)).toMatchObject({ return_token_ids: true });
+      expect(ids.returnTokenIds).toBe(true);
+      expect(ids.levels[0]!.usageReported).toBe(0);
+      expect(ids.levels[0]!.totalOutputTokens).toBe(silent.ledger.completionTokens - before - generated);
+      expect(ids.levels[0]!.totalOutputTokens).toBe(generated); // same seed, same lengths
+    } finally {
+      await silent.close();
+    }
+  });
+
   it('streams chat on a ShareGPT file (first turns as user messages), and counts chunks where a server reports no usage', async () => {
     const dir = tempDir('sharegpt-');
     const file = path.join(dir, 'sg.json');
