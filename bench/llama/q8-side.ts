@@ -42,7 +42,8 @@ const accuracy = lp.map((x, i) => ({
 }));
 for (const x of accuracy) log(`prompt ${x.prompt}: max |Δ log-prob| ${x.maxAbsLogProbDiff.toFixed(4)}, greedy ${x.greedyPrefix}/${x.steps} (teacher-forced ${x.teacherForcedMatch}/${x.steps})`);
 const rows: LlamaSideOutput['rows'] = [];
-const out = (): LlamaSideOutput => ({ nodeLlamaCpp: nodeLlamaVersion(), systemInfo: llama.systemInfo.trim(), weights, gguf, convertSeconds, accuracy, rows });
+const systemInfo = llama.systemInfo.trim(); // read before llama.dispose(), after which it throws
+const out = (): LlamaSideOutput => ({ nodeLlamaCpp: nodeLlamaVersion(), systemInfo, weights, gguf, convertSeconds, accuracy, rows });
 for (const threads of threadsList) {
   const single = await llamaSingleStream(model, threads, { decodeTokens: 64, prefillTokens: 512, runs: 3 });
   log(`t=${threads}: decode ${single.decodeTokS.toFixed(1)} tok/s, prefill 512 ${single.prefillTokS.toFixed(0)} tok/s`);
