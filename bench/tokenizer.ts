@@ -10,21 +10,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadTokenizerBundle, type TokenizerBundle } from '../src/sidecar/tokenizer/index.js';
+import { rng as prng } from '../src/cli/bench-serve/rng.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const GOLDEN = join(ROOT, 'test/fixtures/golden/tokenizer');
 const TARGETS = { encodeMBps: 2, prompt4kMs: 5, streamUsPerToken: 2 };
-
-/** Seeded PRNG (mulberry32) so the corpus is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function corpus(chars: number): string {
   const golden = JSON.parse(readFileSync(join(GOLDEN, 'golden.json'), 'utf8')) as { cases: Array<{ text: string }> };

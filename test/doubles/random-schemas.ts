@@ -1,3 +1,4 @@
+import { rng as mulberry32 } from '../../src/cli/bench-serve/rng.js';
 // Seeded random JSON Schemas for the structured-output proof and the grammar-compile benchmark.
 // Pure and deterministic: randomSchemas(seed, count) returns the same schemas for the same seed, on any
 // machine (mulberry32, no Math.random). Every schema is a root object (what OpenAI's json_schema and the
@@ -16,17 +17,6 @@ export interface RandomSchemaOptions {
   maxProperties?: number;
 }
 
-/** mulberry32: a 32-bit seeded PRNG; returns floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Picker {
   constructor(private readonly next: () => number) {}

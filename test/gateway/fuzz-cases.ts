@@ -1,14 +1,7 @@
 // Seeded generator of hostile / malformed requests, shared by the in-process gateway fuzz and the
 // real-process fuzz against `ernie-edge serve` on the real engine.
 import { MODEL } from './helpers.js';
-function mulberry32(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng as mulberry32 } from '../../src/cli/bench-serve/rng.js';
 
 type Body = Record<string, unknown>;
 export interface Case {

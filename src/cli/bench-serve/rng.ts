@@ -1,4 +1,5 @@
-// Seeded randomness for `bench serve`: the prompts, their lengths and the arrival times all come from
+// The project's one seeded PRNG (bench serve, the tests' random workloads and schemas, the fuzz cases).
+// For `bench serve`: the prompts, their lengths and the arrival times all come from
 // --seed, so two runs with the same flags send the same requests at the same offsets.
 
 /** A uniform [0, 1) generator (mulberry32: 32-bit state, fast, good enough for workloads). */

@@ -14,18 +14,8 @@ import { EngineHost } from '../../../src/sidecar/server/engine-host.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 import { FakeNativeEngine, type FakeNativeEngineOptions } from '../../doubles/fake-native-engine.js';
 import { sampling, TOKENIZER_DIR } from './helpers.js';
+import { rng } from '../../../src/cli/bench-serve/rng.js';
 
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Plan {
   req: SubmitRequest;

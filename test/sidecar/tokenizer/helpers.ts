@@ -6,6 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rng as prng } from '../../../src/cli/bench-serve/rng.js';
+export { prng };
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const GOLDEN_DIR = join(REPO, 'test/fixtures/golden/tokenizer');
@@ -66,17 +68,6 @@ export async function makeRealErnieCheckpoint(which: Array<'model' | 'json'>): P
   return makeCheckpoint(files);
 }
 
-/** mulberry32: a small seeded PRNG so property-test failures reproduce (print the seed). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function pick<T>(rand: () => number, xs: readonly T[]): T {
   return xs[Math.floor(rand() * xs.length)]!;
