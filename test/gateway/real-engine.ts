@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
-import { createApp, type AppHandle } from '../../src/gateway/app.js';
+import { createApp, type AppHandle, type CreateAppOptions } from '../../src/gateway/app.js';
 import type { ModelInfo } from '../../src/protocol/engine-client.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions } from '../../src/sidecar/model/load.js';
@@ -15,7 +15,7 @@ import { createNativeEngine } from '../../src/sidecar/native.js';
 import { EngineHost } from '../../src/sidecar/server/engine-host.js';
 import { GrammarPool } from '../../src/sidecar/grammar/pool.js';
 import { grammarVocab } from '../../src/sidecar/grammar/vocab.js';
-import { loadTokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
+import { loadTokenizerBundle, type TokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
 import { TINY } from '../engine/engine-helpers.js';
 
 export const REAL_MODEL = 'tiny-golden';
@@ -32,6 +32,7 @@ const TOKENIZER_DIR = fileURLToPath(new URL('../fixtures/golden/tokenizer/hf', i
 export interface RealGateway {
   handle: AppHandle;
   host: EngineHost;
+  bundle: TokenizerBundle;
   post: (path: string, body: unknown) => Promise<Response>;
   close: () => Promise<void>;
 }
@@ -42,9 +43,18 @@ export interface RealGateway {
  * chatCheckpoint()). maxNumBatchedTokens small enough that the golden prompts' prefills are chunked.
  */
 export async function realGateway(
-  opts: { maxNumBatchedTokens?: number; dir?: string; maxNumSeqs?: number; kvBlocks?: number; grammar?: boolean } = {},
+  opts: {
+    maxNumBatchedTokens?: number;
+    dir?: string;
+    maxNumSeqs?: number;
+    kvBlocks?: number;
+    grammar?: boolean;
+    maxModelLen?: number;
+    /** createApp's options beyond the engine and the model name (e.g. enableAutoToolChoice). */
+    app?: Omit<CreateAppOptions, 'engine' | 'servedModelName'>;
+  } = {},
 ): Promise<RealGateway> {
-  const maxModelLen = 1024;
+  const maxModelLen = opts.maxModelLen ?? 1024;
   const maxNumSeqs = opts.maxNumSeqs ?? 8;
   const kvBlocks = opts.kvBlocks ?? 64;
   const dir = opts.dir ?? TINY;
@@ -61,8 +71,8 @@ export async function realGateway(
       onStep,
     ),
   );
-  const handle = createApp({ engine: host, servedModelName: REAL_MODEL });
+  const handle = createApp({ ...opts.app, engine: host, servedModelName: REAL_MODEL });
   const post = (path: string, body: unknown) =>
     Promise.resolve(handle.fetch(new Request(`http://test${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })));
-  return { handle, host, post, close: () => host.close() };
+  return { handle, host, bundle, post, close: () => host.close() };
 }

@@ -5,56 +5,23 @@
 // chat model), LangChain (bindTools, withStructuredOutput with method functionCalling).
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { serve, type ServerType } from '@hono/node-server';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText, streamText, tool } from 'ai';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createApp } from '../../src/gateway/app.js';
-import type { ModelInfo } from '../../src/protocol/engine-client.js';
-import { GrammarPool } from '../../src/sidecar/grammar/pool.js';
-import { grammarVocab } from '../../src/sidecar/grammar/vocab.js';
-import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
-import { nativeLoadOptions } from '../../src/sidecar/model/load.js';
-import { createNativeEngine } from '../../src/sidecar/native.js';
-import { EngineHost } from '../../src/sidecar/server/engine-host.js';
-import { loadTokenizerBundle } from '../../src/sidecar/tokenizer/index.js';
-import { TOKENIZER_DIR } from '../sidecar/server/helpers.js';
-import { chatCheckpoint, REAL_MODEL } from './real-engine.js';
+import { listenForFile } from './helpers.js';
+import { chatCheckpoint, realGateway, REAL_MODEL, type RealGateway } from './real-engine.js';
 
 const MODEL = REAL_MODEL;
-let host: EngineHost;
-let server: ServerType;
-let url = '';
+let gw: RealGateway;
 beforeAll(async () => {
-  const maxModelLen = 2048;
-  const dir = await chatCheckpoint();
-  const bundle = await loadTokenizerBundle(TOKENIZER_DIR, { maxModelLen });
-  const ck = await readCheckpoint(dir);
-  const vocabSize = ck.config.native.vocabSize;
-  const model: ModelInfo = { id: MODEL, root: dir, maxModelLen, maxNumSeqs: 8, vocabSize, createdAt: 1_750_000_000, generationDefaults: {}, placeholder: false };
-  const grammar = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds), workers: 1, cacheSize: 32 });
-  host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: 16, grammar }, (onStep) =>
-    createNativeEngine(
-      nativeLoadOptions(ck, { kvBlocks: 256, blockSize: 16, threads: 2 }),
-      { maxModelLen, maxNumSeqs: 8, maxNumBatchedTokens: 256, enablePrefixCaching: true, seed: 0 },
-      onStep,
-    ),
-  );
-  const handle = createApp({ engine: host, servedModelName: MODEL, enableAutoToolChoice: true });
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: handle.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
-      url = `http://127.0.0.1:${info.port}/v1`;
-      resolve();
-    });
-  });
+  gw = await realGateway({ dir: await chatCheckpoint(), maxModelLen: 2048, maxNumBatchedTokens: 256, kvBlocks: 256, grammar: true, app: { enableAutoToolChoice: true } });
 });
 afterAll(async () => {
-  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  await host?.close();
+  await gw?.close();
 });
+const listening = listenForFile(() => gw);
 
 // Bounded schemas: with random logits an unbounded string need never close.
 const weatherSchema = z.object({ city: z.enum(['Paris', 'Rome', 'Oslo']), days: z.number().int().min(1).max(7) });
@@ -69,7 +36,7 @@ const expectValidCall = (name: string, args: string) => {
   expect(Object.keys(schemas)).toContain(name);
   expect(schemas[name]!.safeParse(JSON.parse(args)).success, `${name} ${args}`).toBe(true);
 };
-const client = () => new OpenAI({ apiKey: 'x', baseURL: url, maxRetries: 0 });
+const client = () => new OpenAI({ apiKey: 'x', baseURL: listening.url(), maxRetries: 0 });
 const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
 
 describe('openai-node', () => {
@@ -143,8 +110,8 @@ describe('the AI SDK', () => {
       },
     });
   const providers = {
-    '@ai-sdk/openai-compatible': () => createOpenAICompatible({ name: 'ernie-edge', baseURL: url, apiKey: 'x' }).chatModel(MODEL),
-    '@ai-sdk/openai (chat)': () => createOpenAI({ baseURL: url, apiKey: 'x' }).chat(MODEL),
+    '@ai-sdk/openai-compatible': () => createOpenAICompatible({ name: 'ernie-edge', baseURL: listening.url(), apiKey: 'x' }).chatModel(MODEL),
+    '@ai-sdk/openai (chat)': () => createOpenAI({ baseURL: listening.url(), apiKey: 'x' }).chat(MODEL),
   };
 
   for (const [name, model] of Object.entries(providers)) {
@@ -175,7 +142,7 @@ describe('the AI SDK', () => {
 });
 
 describe('LangChain (@langchain/openai)', () => {
-  const chat = () => new ChatOpenAI({ model: MODEL, apiKey: 'x', configuration: { baseURL: url }, temperature: 1, maxTokens: 200, maxRetries: 0 });
+  const chat = () => new ChatOpenAI({ model: MODEL, apiKey: 'x', configuration: { baseURL: listening.url() }, temperature: 1, maxTokens: 200, maxRetries: 0 });
 
   it('bindTools: tool_calls with parsed, valid args', async () => {
     const m = chat().bindTools([{ name: 'get_weather', description: 'The weather', schema: weatherSchema }], { tool_choice: 'required' });
