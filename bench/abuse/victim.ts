@@ -1,6 +1,7 @@
 // The victim of the large-input attacks (issue #26): greedy streams against a running `serve`, one after
 // another, while an attack runs; measured by the longest gap between consecutive chunks. Shared by the
 // e2e test (test/cli/abuse-engine.e2e.test.ts) and the profiling run (bench/abuse/gap.ts).
+import { sseFrames } from '../../test/cli/process-helpers.js';
 
 /** POST JSON; `body` may be serialized already (so that a 4 MB body costs the caller nothing in a measured window). */
 export const postJson = (base: string, p: string, body: unknown, signal?: AbortSignal) =>
@@ -16,23 +17,6 @@ export async function drain(res: Response): Promise<{ bytes: number; head: strin
     if (done) return { bytes, head };
     if (bytes === 0) head = new TextDecoder().decode(value.slice(0, 200));
     bytes += value.length;
-  }
-}
-
-/** Reads an SSE body frame by frame. */
-async function* sseFrames(res: Response): AsyncGenerator<string> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buf += value;
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (frame.startsWith('data: ')) yield frame.slice(6);
-    }
   }
 }
 

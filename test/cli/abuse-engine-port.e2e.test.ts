@@ -7,20 +7,14 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTcpEngineClient } from '../../src/protocol/node-socket.js';
 import { MsgType } from '../../src/protocol/messages.js';
-import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, tempDir } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, tempDir } from './process-helpers.js';
 
 const SECRET = 'abuse-test-secret';
 /** What 24 pre-auth peers may add to the sidecar's RSS (before: 210 → 580 MB). */
 const MAX_RSS_GROWTH_MIB = 32;
 
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 
 async function sidecar(extra: string[] = []): Promise<{ p: CliProcess; port: number }> {
   const p = new CliProcess(

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, FAKE_BIN, fakeEnv, pollStatus, removeTempDirs, sseFrames, tempDir } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const MODEL = 'ernie-edge-default';
 /** Engine step pace of the fake: the victim's frames come this far apart when nothing interferes. */
@@ -16,13 +16,7 @@ const MAX_GAP_MS = 200;
 const MAX_RSS_GROWTH_MIB = 128; // before the fix the growth had no bound; Node 24 peaks higher than Node 20 here
 
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 
 async function serve(extra: string[] = []): Promise<{ p: CliProcess; base: string; port: number }> {
   const p = new CliProcess(['serve', '--port', '0', ...extra], fakeEnv(tempDir('ernie-cache-'), STEP_MS), FAKE_BIN);

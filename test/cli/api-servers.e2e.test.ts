@@ -6,16 +6,10 @@
 import { get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runtimeHasReusePort } from '../../src/cli/cluster.js';
-import { CliProcess, FAKE_BIN, fakeEnv, pollStatus, removeTempDirs, sseFrames, tempDir, type LogLine } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, type LogLine, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 
 const HEADER = 'x-ernie-edge-api-server';
 

@@ -71,6 +71,15 @@ export function tempDir(prefix: string): string {
   return dir;
 }
 /** Removes every directory tempDir made (call after the processes using them have exited). */
+/** A test's afterEach: kills every process it started (SIGKILL, awaited) and removes the temp dirs. */
+export async function cleanUpProcesses(procs: CliProcess[]): Promise<void> {
+  for (const p of procs.splice(0)) {
+    p.kill('SIGKILL');
+    await p.exited;
+  }
+  removeTempDirs();
+}
+
 export function removeTempDirs(): void {
   for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
 }

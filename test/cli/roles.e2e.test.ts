@@ -4,16 +4,10 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 const run = (args: string[], env: NodeJS.ProcessEnv = {}, bin?: string) => {
   const p = new CliProcess(args, env, bin);
   procs.push(p);

@@ -4,16 +4,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, tempDir } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, tempDir } from './process-helpers.js';
 
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 
 function serve(env: NodeJS.ProcessEnv, extra: string[] = []): CliProcess {
   const p = new CliProcess(['serve', '--port', '0', ...extra], { ...fakeEnv(tempDir('ernie-cache-')), ...env }, FAKE_BIN);

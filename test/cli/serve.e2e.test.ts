@@ -3,17 +3,11 @@
 // the official openai SDK, graceful SIGTERM with a stream in flight, and kill -9 of the sidecar mid-stream.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CliProcess, FAKE_BIN, fakeEnv, removeTempDirs, pollStatus, sseFrames, tempDir } from './process-helpers.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, pollStatus, sseFrames, tempDir } from './process-helpers.js';
 
 const MODEL = 'ernie-edge-default';
 const procs: CliProcess[] = [];
-afterEach(async () => {
-  for (const p of procs.splice(0)) {
-    p.kill('SIGKILL');
-    await p.exited;
-  }
-  removeTempDirs();
-});
+afterEach(() => cleanUpProcesses(procs));
 
 function serve(stepMs: number, extra: string[] = []): CliProcess {
   const p = new CliProcess(['serve', '--port', '0', '--drain-timeout', '20', ...extra], fakeEnv(tempDir('ernie-cache-'), stepMs), FAKE_BIN);
