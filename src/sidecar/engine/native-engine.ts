@@ -7,6 +7,7 @@
 // stay in TypeScript (stop strings: the sidecar's detokenizer sees them and calls abort()).
 
 import { MAX_LOGPROBS, MAX_N } from '../../protocol/limits.js';
+import type { EngineTiming } from '../../protocol/engine-client.js';
 
 /** A request as the engine sees it. Validated by the sidecar; the engine re-checks and refuses. */
 export interface EngineRequest {
@@ -45,14 +46,8 @@ export interface StepPromptLogprobs {
   topLogprobs: Float32Array;
 }
 
-/** A request's phases on the engine's clock (vLLM's intervals), seconds; on its last output. */
-export interface RequestTimingNative {
-  queue: number; // submit → first scheduled
-  prefill: number; // first scheduled → first token
-  decode: number; // first → last token
-  inference: number; // first scheduled → last token
-  preemptions: number;
-}
+/** A request's phases on the engine's clock, on its last output: the protocol's EngineTiming as the addon gives it. */
+export type RequestTimingNative = EngineTiming;
 
 export const enum Finish {
   None = 0,
