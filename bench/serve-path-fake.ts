@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FakeNativeEngine } from '../test/doubles/fake-native-engine.js';
 import { runLoad, type LoadResult } from './serve-path/load.js';
+import { listeningUrl, untilReady } from './server-url.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const STEP_MS = Number(process.env.BENCH_STEP_MS ?? 2);
@@ -85,20 +86,8 @@ async function startServer(src: string, cache: string, profileDir: string | unde
     process.stderr.write(d);
   });
   const exited = new Promise((r) => child.once('exit', r));
-  let buf = '';
-  const base = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`server exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(buf);
-      if (m) resolve(m[1]!);
-    });
-  });
-  for (let i = 0; ; i++) {
-    if ((await fetch(`${base}/ready`).then((r) => r.status, () => 0)) === 200) break;
-    if (i > 3000) throw new Error('server never became ready');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const base = await listeningUrl(child);
+  await untilReady(base, 20, 3000);
   return {
     base,
     warnings: () => warnings,

@@ -18,6 +18,7 @@ import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
 import { openBenchEngine } from './engine/batching.js';
 import { breakdown, readMarks, type Marks } from './serve/breakdown.js';
 import { median, quantile } from './serve/stats.js';
+import { listeningUrl, untilReady } from './server-url.js';
 
 const N = Number(process.env.N ?? 16);
 const MAX_TOKENS = Number(process.env.MAX_TOKENS ?? 64);
@@ -75,16 +76,8 @@ const stat = (all: number[]) => {
 async function throughServer(traceFile: string) {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...serveArgs], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile } });
   const exited = new Promise((r) => child.once('exit', r));
-  let log = '';
-  const base = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`server exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(log);
-      if (m) resolve(m[1]!);
-    });
-  });
-  while ((await fetch(`${base}/ready`).then((r) => r.status, () => 0)) !== 200) await new Promise((r) => setTimeout(r, 20));
+  const base = await listeningUrl(child);
+  await untilReady(base, 20);
   const runs: Record<string, Timing[]> = {};
   for (const v of VARIANTS) {
     runs[v.name] = [];

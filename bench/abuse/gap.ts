@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { stalls } from './stalls.js';
 import { drain, postJson, victimGap } from './victim.js';
+import { listeningUrl, untilReady } from '../server-url.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = 'tiny';
@@ -64,16 +65,8 @@ async function main(): Promise<void> {
   const children = commands.map((c) => spawn(process.execPath, c, { env, stdio: ['ignore', 'pipe', 'inherit'] }));
   const exited = Promise.all(children.map((c) => new Promise((r) => c.once('exit', r))));
   const child = children.at(-1)!;
-  let log = '';
-  const base = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`server exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(log);
-      if (m) resolve(m[1]!);
-    });
-  });
-  while ((await fetch(`${base}/ready`).then((r) => r.status, () => 0)) !== 200) await new Promise((r) => setTimeout(r, 100));
+  const base = await listeningUrl(child);
+  await untilReady(base, 100);
   for (const row of rows.length ? rows : Object.keys(ROWS)) {
     const t0 = performance.now();
     const { gapMs, gapAtMs, chunks, result } = await victimGap(base, MODEL, () => ROWS[row]!(base));
