@@ -31,6 +31,11 @@ const shapes: Array<[number, number, number]> = [
   [7, 100, 70], // N % 32 = 4 plain rows, K padded 70 -> 128
   [25, 33, 1], // one block + one plain row, K = 1
   [3, 31, 45], // plain rows only
+  // Few rows take several blocks per pass (AVX512-VNNI: 4 for one row, 2 for two or three) and the
+  // blocks left over one at a time, then the plain rows.
+  [1, 232, 192],
+  [2, 200, 64],
+  [3, 168, 128],
 ];
 
 // On AMX hosts the default ('best') switches between AMX-INT8 and AVX512-VNNI on M: checked as a path

@@ -83,53 +83,81 @@ inline void epilogue16(const __m512i* acc, __m512i comp, __m512 sw, float s1, fl
   }
 }
 
-// MB rows of u8 activations (P planes, plane stride ps) times one Q32 block (32 weight rows) over
-// the padded K: y[i][0..32). Per quad: the block's two vectors are loaded once and each row's quad
-// (4 bytes) per plane is broadcast, 2 vpdpbusd per row and plane. Registers: 2 P MB accumulators +
-// 2 weight vectors.
-template <int MB, int P>
-inline void kern32(const uint8_t* x, size_t ps, int Kp, const int8_t* wb, const float* s1, const float* s2,
-                   const float* sw, const int32_t* wsum, float* y, int ldy) {
-  __m512i acc[MB][2][P];
+// acc += the 16 quad dot products of u8 (unsigned bytes) and s8 (signed bytes): vpdpbusd.
+// NOTE: by inline asm because GCC 12 compiles _mm512_dpbusd_epi32 on an array of accumulators into
+// a register copy and a stack store of every accumulator at every call (its builtin does not tie
+// the accumulator to the result), which left the kernel at a fraction of vpdpbusd's rate; "+v" ties
+// them, and the loop keeps every accumulator in a register.
+inline __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+}
+
+// MB rows of u8 activations (P planes, plane stride ps) times NB Q32 blocks (32 NB weight rows,
+// blocks at a stride of 32 Kp bytes) over the padded K: y[i][0..32 NB). Per quad: each block's two
+// vectors are loaded once and each row's quad (4 bytes) per plane is broadcast, 2 NB vpdpbusd per
+// row and plane. Registers: 2 NB P MB accumulators + 2 NB weight vectors + a broadcast. The integer
+// sums are exact, so the tile shape never changes an output's bits.
+template <int MB, int NB, int P>
+inline void kern(const uint8_t* x, size_t ps, int Kp, const int8_t* wb, const float* s1, const float* s2,
+                 const float* sw, const int32_t* wsum, float* y, int ldy) {
+  constexpr int NV = 2 * NB;
+  const size_t bs = size_t(kPackRows) * Kp;  // bytes per block
+  __m512i acc[MB][NV][P];
   for (int i = 0; i < MB; ++i)
-    for (int h = 0; h < 2; ++h)
-      for (int p = 0; p < P; ++p) acc[i][h][p] = _mm512_setzero_si512();
+    for (int v = 0; v < NV; ++v)
+      for (int p = 0; p < P; ++p) acc[i][v][p] = _mm512_setzero_si512();
   for (int q = 0; q < Kp / 4; ++q) {
-    const int8_t* w = wb + size_t(q) * 4 * kPackRows;
-    const __m512i b0 = _mm512_loadu_si512(w), b1 = _mm512_loadu_si512(w + 64);
-    _mm_prefetch(reinterpret_cast<const char*>(w + 2048), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(w + 2048 + 64), _MM_HINT_T0);
+    __m512i b[NV];
+    for (int j = 0; j < NB; ++j) {
+      const int8_t* w = wb + size_t(j) * bs + size_t(q) * 4 * kPackRows;
+      b[2 * j] = _mm512_loadu_si512(w);
+      b[2 * j + 1] = _mm512_loadu_si512(w + 64);
+      // One sequential stream per block: fetch 2 KiB (16 quads) ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(w + 2048), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + 2048 + 64), _MM_HINT_T0);
+    }
     for (int i = 0; i < MB; ++i)
       for (int p = 0; p < P; ++p) {
         int32_t xq;
         std::memcpy(&xq, x + p * ps + size_t(i) * Kp + 4 * size_t(q), 4);
         const __m512i a = _mm512_set1_epi32(xq);
-        acc[i][0][p] = _mm512_dpbusd_epi32(acc[i][0][p], a, b0);
-        acc[i][1][p] = _mm512_dpbusd_epi32(acc[i][1][p], a, b1);
+        for (int v = 0; v < NV; ++v) acc[i][v][p] = dpbusd(acc[i][v][p], a, b[v]);
       }
   }
-  const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7);
-  const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(wsum + 16), 7);
-  const __m512 w0 = _mm512_loadu_ps(sw), w1 = _mm512_loadu_ps(sw + 16);
-  for (int i = 0; i < MB; ++i) {
-    epilogue16<P>(acc[i][0], c0, w0, s1[i], s2[i], y + size_t(i) * ldy);
-    epilogue16<P>(acc[i][1], c1, w1, s1[i], s2[i], y + size_t(i) * ldy + 16);
+  for (int v = 0; v < NV; ++v) {
+    const __m512i c = _mm512_slli_epi32(_mm512_loadu_si512(wsum + 16 * v), 7);
+    const __m512 s = _mm512_loadu_ps(sw + 16 * v);
+    for (int i = 0; i < MB; ++i) epilogue16<P>(acc[i][v], c, s, s1[i], s2[i], y + size_t(i) * ldy + 16 * v);
   }
 }
 
 // The exact integer sum of one u8 activation row and one plain weight row (the N % 32 tail).
 inline int32_t dot1(const uint8_t* x, const int8_t* w, int Kp, int32_t wsum) {
   __m512i acc = _mm512_setzero_si512();
-  for (int k = 0; k < Kp; k += 64) acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(x + k), _mm512_loadu_si512(w + k));
+  for (int k = 0; k < Kp; k += 64) acc = dpbusd(acc, _mm512_loadu_si512(x + k), _mm512_loadu_si512(w + k));
   return _mm512_reduce_add_epi32(acc) - wsum * 128;
 }
 
-template <int MB, int P>
+template <int MB, int NB, int P>
 inline void rows_times_blocks(const uint8_t* x, size_t ps, int Kp, const QMatrix& w, int b0, int b1, const float* s1,
                               const float* s2, float* y, int ldy) {
-  for (int b = b0; b < b1; ++b)
-    kern32<MB, P>(x, ps, Kp, w.q + size_t(b) * kPackRows * Kp, s1, s2, w.scale + b * kPackRows, w.wsum + b * kPackRows,
-                  y + size_t(b) * kPackRows, ldy);
+  int b = b0;
+  for (; b + NB <= b1; b += NB)
+    kern<MB, NB, P>(x, ps, Kp, w.q + size_t(b) * kPackRows * Kp, s1, s2, w.scale + b * kPackRows,
+                    w.wsum + b * kPackRows, y + size_t(b) * kPackRows, ldy);
+  for (; b < b1; ++b)
+    kern<MB, 1, P>(x, ps, Kp, w.q + size_t(b) * kPackRows * Kp, s1, s2, w.scale + b * kPackRows, w.wsum + b * kPackRows,
+                   y + size_t(b) * kPackRows, ldy);
+}
+
+// Blocks per pass for R rows and P planes: the most (4, 2 or 1; a task is 4 blocks) whose
+// accumulators and weight vectors fit 28 of the 32 registers. Few rows (decode) take several
+// blocks, so that more independent accumulators hide vpdpbusd's latency.
+constexpr int blocks_for(int R, int P) {
+  int nb = 4;
+  while (nb > 1 && R * 2 * nb * P + 2 * nb > 28) nb /= 2;
+  return nb;
 }
 
 template <int P>
@@ -142,17 +170,19 @@ void gemm_planes(const Act& a, const QMatrix& w, int N, int n0, int n1, float* y
   const int full = N / kPackRows * kPackRows;
   const int b0 = n0 / kPackRows, b1 = std::min(n1, full) / kPackRows;
   // 24 accumulators: 12 rows x 32 outputs with one plane, 6 rows with two (as the bf16 kernel's
-  // 12 rows, kernels_avx512.cc).
+  // 12 rows, kernels_avx512.cc); half the rows over two blocks measured the same
+  // (tools/qgemm-bench.sh).
   constexpr int MB = P == 1 ? 12 : 6;
   int m = 0;
   for (; m + MB <= M; m += MB)
-    rows_times_blocks<MB, P>(x + size_t(m) * Kp, ps, Kp, w, b0, b1, s1 + m, s2 + m, y + size_t(m) * ldy, ldy);
+    rows_times_blocks<MB, blocks_for(MB, P), P>(x + size_t(m) * Kp, ps, Kp, w, b0, b1, s1 + m, s2 + m,
+                                                y + size_t(m) * ldy, ldy);
   const uint8_t* xm = x + size_t(m) * Kp;
   float* ym = y + size_t(m) * ldy;
   // clang-format off
   switch (M - m) {
 #define EE_TAIL(R) \
-  case R: if constexpr (R < MB) rows_times_blocks<R, P>(xm, ps, Kp, w, b0, b1, s1 + m, s2 + m, ym, ldy); break;
+  case R: if constexpr (R < MB) rows_times_blocks<R, blocks_for(R, P), P>(xm, ps, Kp, w, b0, b1, s1 + m, s2 + m, ym, ldy); break;
     EE_TAIL(11) EE_TAIL(10) EE_TAIL(9) EE_TAIL(8) EE_TAIL(7) EE_TAIL(6)
     EE_TAIL(5) EE_TAIL(4) EE_TAIL(3) EE_TAIL(2) EE_TAIL(1)
 #undef EE_TAIL
@@ -180,7 +210,7 @@ double dot_peak8(long iters) {
   const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(2);
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 24
-    for (auto& a : acc) a = _mm512_dpbusd_epi32(a, x, y);
+    for (auto& a : acc) a = dpbusd(a, x, y);
   int sink = 0;
   for (auto& a : acc) sink += _mm512_reduce_add_epi32(a);
   volatile int keep = sink;
