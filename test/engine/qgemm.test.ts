@@ -59,6 +59,21 @@ describe.each(paths)('%s int8 GEMM', (isa) => {
   }
 });
 
+// The AVX-VNNI kernels issue vpdpbusd by inline asm (cpu/qgemm_avx2.inc), where the assembler picks
+// the encoding: only the VEX form runs on AVX2 hosts without AVX-512, and an AVX-512 test host would
+// run the EVEX form without complaint. So the built library's encodings are checked, where objdump is.
+const vnniLib = path.join(root, 'native/build/Release/kernels_avxvnni.a');
+const canDisassemble = existsSync(vnniLib) && spawnSync('objdump', ['--version']).status === 0;
+if (!canDisassemble) console.log('[qgemm] AVX-VNNI encoding check skipped: needs objdump and a built addon');
+it.runIf(canDisassemble)('the AVX-VNNI library issues vpdpbusd in its VEX form only', () => {
+  const r = spawnSync('objdump', ['-d', vnniLib], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  expect(r.status).toBe(0);
+  // objdump -d lines: "  addr:\t<bytes>\t<mnemonic> <operands>"; EVEX starts with 0x62, VEX with 0xc4/0xc5.
+  const first = r.stdout.split('\n').filter((l) => /\tvpdpbusd|\t\{vex\} vpdpbusd/.test(l)).map((l) => l.split('\t')[1]!.trim().slice(0, 2));
+  expect(first.length).toBeGreaterThan(0);
+  expect(first.filter((b) => b !== 'c4' && b !== 'c5')).toEqual([]);
+});
+
 it('refuses an int8 ISA it does not know and a bad shape', () => {
   expect(() => addon.qgemmCheck({ isa: 'sse9' as 'avx2', m: 1, n: 1, k: 1, precise: true, seed: 1 })).toThrow(/not supported/);
   expect(() => addon.qgemmCheck({ isa: isas[0]!, m: 0, n: 1, k: 1, precise: true, seed: 1 })).toThrow(/bad shape/);
