@@ -4,10 +4,13 @@
 # their first and last requests apart (byIndex): once with the gateway's warm-up off
 # (--api-server-warmup-requests 0, how a fresh process serves) and once with it on (the default). Then,
 # with SERVE_GPU=1, serve-gpu's c=1 rows (engine and HTTP, bf16 and float32). Expects .gpu/ as
-# bench/gpu.sh does. Logs and JSON in $1.
+# bench/gpu.sh does. Logs and JSON in $1/run, packed into $1/results.tar.gz at exit (also after a
+# timeout): the device tool brings back only a few files of a folder.
 set -uo pipefail
-out=${1:-/tmp/ttft-out}
+top=${1:-/tmp/ttft-out}
+out=$top/run
 mkdir -p "$out"
+trap 'tar -czf "$top/results.tar.gz" -C "$top" run' EXIT
 # shellcheck source=bench/gpu-prepare.sh
 source bench/gpu-prepare.sh
 # What a c=1 request's hops wake up on this host: the idle driver and governor, for the record.
