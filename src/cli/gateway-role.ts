@@ -67,7 +67,8 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
   // /ready stays 503 until this process has warmed its request path (./http-warm-up.ts); draining stops it.
   handle.setWarming(true);
   const stop = new AbortController();
-  const warm = warmUpWhenReady(handle, engine, g.warmupRequests, g.apiKey, logger, stop.signal, where);
+  // Never rejects (a failed warm-up only costs speed): shutdown can always await it.
+  const warm = warmUpWhenReady(handle, engine, g.warmupRequests, g.apiKey, logger, stop.signal, where).catch(() => undefined);
   return {
     address: gw.address,
     get inFlight() {

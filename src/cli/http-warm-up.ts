@@ -3,15 +3,16 @@
 // the schemas, the engine client, the socket to the sidecar, the SSE writer, and back) on a private
 // Unix socket in a 0700 directory of its own, served by the same app. Each process of
 // `--api-server-count` runs its own (V8's compiled code is per process).
-// NOTE: why. A fresh process runs its request path in V8's interpreter and baseline tiers; it takes some
-// hundreds of requests before the optimising compilers have the hot functions, and until then every
-// stage of a request costs several times its warm price (bench/ttft-stages.ts's byIndex, first vs last
-// requests; bench/README.md). src/gateway/warm-up.ts (before listening) only reaches the pieces that
-// need no engine; this one drives whole requests.
+// NOTE: why. A fresh process runs its request path in V8's interpreter and baseline tiers until the
+// optimising compilers have its hot functions, so the first requests it serves cost more at every stage
+// than later ones (bench/ttft-stages.ts's byIndex, first against last requests; bench/results/ttft-gpu.json).
+// src/gateway/warm-up.ts (before listening) only reaches the pieces that need no engine; this one
+// drives whole requests.
 // The requests are the app's `internal` ones (RequestBindings): no metric, log line or trace. Their
-// prompts are shorter than one KV block and ask for one token, so they leave nothing in the prefix
-// cache (only full blocks are cached). The engine's own token counters (vllm:prompt_tokens_total, …)
-// count them, as they count the sidecar's warm-up request (src/sidecar/server/warm-up.ts).
+// prompts are shorter than one KV block (the engine's block size, from its cache config) and ask for
+// one token, so they leave nothing in the prefix cache (only full blocks are cached). The engine's own
+// token counters (vllm:prompt_tokens_total, …) count them, as they count the sidecar's warm-up request
+// (src/sidecar/server/warm-up.ts).
 
 import { createAdaptorServer } from '@hono/node-server';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,6 +22,7 @@ import path from 'node:path';
 import type { AppHandle } from '../gateway/app.js';
 import type { RequestBindings } from '../gateway/deps.js';
 import type { EngineClient } from '../protocol/engine-client.js';
+import { DEFAULT_BLOCK_SIZE } from '../sidecar/engine/plan.js';
 
 /** Default of --api-server-warmup-requests. */
 export const DEFAULT_WARMUP_REQUESTS = 200;
@@ -28,8 +30,10 @@ export const DEFAULT_WARMUP_REQUESTS = 200;
 export const WARMUP_BUDGET_MS = 3_000;
 /** Between readiness checks of the engine while it loads (the engine protocol has no ready event). */
 const ENGINE_POLL_MS = 100;
-/** Prompt tokens of a warm-up request: fewer than any KV block size, so no block is ever full. */
+/** Prompt tokens of a token-id warm-up request (fewer where blocks are smaller): no block is ever full. */
 const PROMPT_TOKENS = 7;
+/** The smallest KV block the warm-up's chat prompt (a one-word message in its template) stays under. */
+const CHAT_MIN_BLOCK = 16;
 
 export interface HttpWarmUpOptions {
   requests: number;
@@ -51,17 +55,25 @@ export interface HttpWarmUpResult {
   stoppedBy: string | null;
 }
 
-/** The request shapes the warm-up cycles through: the routes and options real clients use most. */
-function bodies(vocabSize: number): { path: string; body: Record<string, unknown> }[] {
+/**
+ * The request shapes the warm-up cycles through (the routes and options real clients use most), with
+ * prompts shorter than one KV block of `blockSize` tokens: token-id prompts of at most PROMPT_TOKENS ids,
+ * and a one-word chat, whose template keeps it under 16 tokens (ERNIE's), only where blocks are that
+ * large. Empty when no prompt fits (--block-size 1).
+ */
+export function warmUpBodies(vocabSize: number, blockSize: number): { path: string; body: Record<string, unknown> }[] {
+  const n = Math.min(PROMPT_TOKENS, blockSize - 1);
+  if (n < 1) return [];
   // Token ids away from the special ones at the start of every vocabulary, and inside any vocabulary.
-  const ids = Array.from({ length: PROMPT_TOKENS }, (_, i) => Math.min(vocabSize - 1, 100 + i));
+  const ids = Array.from({ length: n }, (_, i) => Math.min(vocabSize - 1, 100 + i));
   const one = { max_tokens: 1, temperature: 0 };
+  const chat = blockSize >= CHAT_MIN_BLOCK;
   return [
     { path: '/v1/completions', body: { prompt: ids, stream: true, return_token_ids: true, ...one } },
     { path: '/v1/completions', body: { prompt: ids, stream: true, stream_options: { include_usage: true }, ...one } },
-    { path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'warm' }], stream: true, ...one } },
+    ...(chat ? [{ path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'warm' }], stream: true, ...one } }] : []),
     { path: '/v1/completions', body: { prompt: ids, ...one } },
-    { path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'warm' }], ...one } },
+    ...(chat ? [{ path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'warm' }], ...one } }] : []),
   ];
 }
 
@@ -121,7 +133,9 @@ export async function warmUpThroughHttp(handle: AppHandle, engine: EngineClient,
       server.once('error', reject);
       server.listen(socketPath, resolve);
     });
-    const shapes = bodies((await engine.model()).vocabSize);
+    const blockSize = await engine.stats().then((st) => Number(st.cacheConfig?.block_size ?? DEFAULT_BLOCK_SIZE), () => DEFAULT_BLOCK_SIZE);
+    const shapes = warmUpBodies((await engine.model()).vocabSize, blockSize);
+    if (shapes.length === 0) return end(`no prompt is shorter than a KV block of ${blockSize}`);
     const budget = o.budgetMs ?? WARMUP_BUDGET_MS;
     for (let i = 0; i < o.requests; i++) {
       if (o.signal?.aborted) return end('aborted');

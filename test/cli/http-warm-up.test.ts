@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseArgs } from '../../src/cli/args.js';
 import { buildConfig } from '../../src/cli/config.js';
 import { startGateway } from '../../src/cli/gateway-role.js';
-import { DEFAULT_WARMUP_REQUESTS, warmUpThroughHttp } from '../../src/cli/http-warm-up.js';
+import { DEFAULT_WARMUP_REQUESTS, warmUpBodies, warmUpThroughHttp } from '../../src/cli/http-warm-up.js';
 import type { NodeGateway } from '../../src/cli/node-server.js';
 import { createApp } from '../../src/gateway/app.js';
 import { DEFAULT_BLOCK_SIZE } from '../../src/sidecar/engine/plan.js';
@@ -52,6 +52,18 @@ describe('warmUpThroughHttp', () => {
     expect(res.status).toBe(200);
     expect(metricLines(await handle.metrics.render(await engine.stats()))).toContain('http_requests_total{method="POST",route="/v1/completions",status="200"} 1');
     expect(lines.map((l) => l.msg)).toEqual(['request']);
+  });
+
+  it('keeps every prompt shorter than the engine\'s KV block; with blocks of 1 token it sends nothing', async () => {
+    expect(warmUpBodies(103424, 16).map((b) => b.path)).toContain('/v1/chat/completions');
+    const small = warmUpBodies(103424, 4);
+    expect(small.map((b) => b.path)).not.toContain('/v1/chat/completions');
+    for (const b of small) expect((b.body.prompt as number[]).length).toBe(3);
+    const engine = new FakeEngineClient();
+    const stats = engine.stats.bind(engine);
+    engine.stats = async () => ({ ...(await stats()), cacheConfig: { block_size: '1' } });
+    expect(await warmUpThroughHttp(createApp({ engine }), engine, { requests: 3 })).toMatchObject({ sent: 0, stoppedBy: 'no prompt is shorter than a KV block of 1' });
+    expect(engine.submitted).toEqual([]);
   });
 
   it('sends the API key the app requires', async () => {
