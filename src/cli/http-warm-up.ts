@@ -96,11 +96,12 @@ export async function engineReady(engine: EngineClient, signal?: AbortSignal): P
 }
 
 /** One request over the private socket; resolves with its status once the whole response was read. */
-function send(socketPath: string, agent: Agent, p: string, body: unknown, apiKey: string | undefined): Promise<number> {
+function send(socketPath: string, agent: Agent, p: string, body: unknown, apiKey: string | undefined, signal: AbortSignal | undefined): Promise<number> {
   const json = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { socketPath, path: p, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json), ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) } },
+      // The signal cuts a request in flight: a drain never waits on the warm-up (the app then aborts its engine run).
+      { socketPath, path: p, method: 'POST', agent, signal, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json), ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) } },
       (res) => {
         res.on('data', () => undefined);
         res.once('end', () => resolve(res.statusCode ?? 0));
@@ -142,7 +143,8 @@ export async function warmUpThroughHttp(handle: AppHandle, engine: EngineClient,
       if (now() - t0 > budget) return end('budget');
       const { path: p, body } = shapes[i % shapes.length]!;
       sent++;
-      const status = await send(socketPath, agent, p, body, o.apiKey).catch(() => 0);
+      const status = await send(socketPath, agent, p, body, o.apiKey, o.signal).catch(() => 0);
+      if (o.signal?.aborted) return end('aborted');
       if (status !== 200) return end(`status ${status}`);
       ok++;
     }

@@ -9,6 +9,7 @@ import { startGateway } from '../../src/cli/gateway-role.js';
 import { DEFAULT_WARMUP_REQUESTS, warmUpBodies, warmUpThroughHttp } from '../../src/cli/http-warm-up.js';
 import type { NodeGateway } from '../../src/cli/node-server.js';
 import { createApp } from '../../src/gateway/app.js';
+import { EngineError } from '../../src/protocol/engine-client.js';
 import { DEFAULT_BLOCK_SIZE } from '../../src/sidecar/engine/plan.js';
 import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 
@@ -125,6 +126,27 @@ describe('startGateway: /ready waits for the warm-up', () => {
     const metrics = await (await fetch(`${base(gw)}/metrics`)).text();
     expect(metrics).not.toMatch(/^http_requests_total\{method="POST"/m);
     expect(metrics).toMatch(/^vllm:request_success_total\{[^}]*finished_reason="length"\} 0$/m);
+  });
+
+  it('a warm-up the engine refuses stops at once with a warning, and /ready turns 200 all the same', async () => {
+    const engine = new FakeEngineClient();
+    engine.failNext(new EngineError('INVALID_REQUEST', 'not this one'));
+    const { logger, lines, when } = captureLogger();
+    gw = await startGateway(config(['--api-server-warmup-requests', '5']), engine, logger);
+    await when(/gateway warm-up stopped early/);
+    expect(lines.find((l) => /stopped early/.test(l.msg))).toMatchObject({ warmUpRequests: 0, stoppedBy: 'status 400' });
+    expect((await fetch(`${base(gw)}/ready`)).status).toBe(200);
+  });
+
+  it('a drain stops the warm-up where it is: a warm-up request held in the engine is aborted, not waited for', async () => {
+    const engine = new FakeEngineClient();
+    engine.holdSteps(); // never released
+    gw = await startGateway(config(['--api-server-warmup-requests', '5']), engine, captureLogger().logger);
+    await engine.whenActive(1);
+    expect(await gw.shutdown()).toBe(true);
+    gw = undefined;
+    expect(engine.submitted).toHaveLength(1);
+    expect(engine.aborts.map((a) => a.id)).toEqual([engine.submitted[0]!.id]);
   });
 
   it('--api-server-warmup-requests 0 turns it off: /ready is 200 as soon as the engine is', async () => {
