@@ -7,6 +7,10 @@
 // The client marks two times per request: the first SSE chunk of any kind, and the first chunk
 // carrying a token (its token_ids: requests ask for return_token_ids, which on token-id prompts costs
 // the server nothing per token); the server's marks say where the rest went.
+// Warm-up vs steady state: `byIndex` splits each variant's requests by their index in the run (the first
+// FIRST, the last LAST), so a cost that only cold code pays shows up as a difference between the two.
+// Knobs: N (requests per variant), MAX_TOKENS, PROMPT_LEN ('32-512'), VARIANTS ('plain,logprobs1'),
+// SERVE_NODE_ARGS (node flags for the served process, e.g. '--no-opt', a diagnostic), FIRST / LAST.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { rm, writeFile } from 'node:fs/promises';
@@ -24,15 +28,20 @@ const N = Number(process.env.N ?? 16);
 const MAX_TOKENS = Number(process.env.MAX_TOKENS ?? 64);
 const bin = process.env.BIN ?? path.resolve('bin/ernie-edge.js');
 const serveArgs = (process.env.SERVE_ARGS ?? '').split(' ').filter(Boolean);
-const VARIANTS = [
+const nodeArgs = (process.env.SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const [PROMPT_MIN, PROMPT_MAX] = (process.env.PROMPT_LEN ?? '32-512').split('-').map(Number) as [number, number];
+const FIRST = Number(process.env.FIRST ?? 10);
+const LAST = Number(process.env.LAST ?? 100);
+const wanted = (process.env.VARIANTS ?? 'plain,logprobs1').split(',');
+const VARIANTS = ([
   { name: 'plain', logprobs: null, seed: 11 },
   { name: 'logprobs1', logprobs: 1, seed: 23 },
-] as const;
+] as const).filter((v) => wanted.includes(v.name));
 
 function prompts(seed: number): number[][] {
   let s = seed;
   const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
-  return Array.from({ length: N }, () => Array.from({ length: 32 + Math.floor(rnd() * 481) }, () => 1000 + Math.floor(rnd() * 99_000)));
+  return Array.from({ length: N }, () => Array.from({ length: PROMPT_MIN + Math.floor(rnd() * (PROMPT_MAX - PROMPT_MIN + 1)) }, () => 1000 + Math.floor(rnd() * 99_000)));
 }
 
 interface Timing { id: string; sentAt: number; chunkAt: number; firstAt: number; doneAt: number; tokens: number }
@@ -74,7 +83,7 @@ const stat = (all: number[]) => {
 };
 
 async function throughServer(traceFile: string) {
-  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...serveArgs], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile } });
+  const child = spawn(process.execPath, [...nodeArgs, bin, 'serve', '--port', '0', ...serveArgs], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ERNIE_EDGE_TRACE_FILE: traceFile } });
   const exited = new Promise((r) => child.once('exit', r));
   const base = await listeningUrl(child);
   await untilReady(base, 20);
@@ -102,6 +111,25 @@ function summarise(runs: Timing[], marks: Marks) {
     stagesP50: Object.fromEntries(b.path.map((s) => [s.stage, +s.p50Ms.toFixed(3)])),
     requests: runs.length,
   };
+}
+
+/** The serving path's share (client-seen TTFT minus the engine's part) and the stages, for a slice of the run. */
+function slice(runs: Timing[], marks: Marks) {
+  const b = breakdown(marks, runs.map((t) => ({ id: t.id, sentAt: t.sentAt, firstAt: Number.isNaN(t.firstAt) ? t.chunkAt : t.firstAt })));
+  return {
+    requests: runs.length,
+    firstChunkP50Ms: +median(runs.map((t) => t.chunkAt - t.sentAt)).toFixed(3),
+    servingP50Ms: +b.servingMs.toFixed(3),
+    engineP50Ms: +b.engineMs.toFixed(3),
+    stagesP50: Object.fromEntries(b.path.map((s) => [s.stage, +s.p50Ms.toFixed(3)])),
+  };
+}
+
+/** The first FIRST and the last LAST requests of a run (the last ones are what a warm server does). */
+function byIndex(runs: Timing[], marks: Marks) {
+  const first = runs.slice(0, Math.min(FIRST, runs.length));
+  const last = runs.slice(Math.max(first.length, runs.length - LAST));
+  return { first: slice(first, marks), last: last.length ? slice(last, marks) : null };
 }
 
 async function direct(logprobs: number | null, seed: number): Promise<number[]> {
@@ -143,12 +171,14 @@ const traceFile = path.join(os.tmpdir(), `ttft-stages-${process.pid}.jsonl`);
 const runs = await throughServer(traceFile);
 const marks = await readMarks(traceFile);
 await rm(traceFile, { force: true });
-const result: Record<string, unknown> = { label: process.env.LABEL ?? '', serveArgs, requests: N, maxTokens: MAX_TOKENS };
+const result: Record<string, unknown> = { label: process.env.LABEL ?? '', serveArgs, nodeArgs, requests: N, maxTokens: MAX_TOKENS, promptLen: [PROMPT_MIN, PROMPT_MAX] };
 for (const v of VARIANTS) {
   const s = summarise(runs[v.name]!, marks);
   const eng = process.env.DIRECT === '1' ? await direct(v.logprobs, v.seed) : null;
-  result[v.name] = { ...s, ...(eng ? { engineInProcessTtftMs: stat(eng) } : {}) };
+  const idx = byIndex(runs[v.name]!, marks);
+  result[v.name] = { ...s, byIndex: idx, ...(eng ? { engineInProcessTtftMs: stat(eng) } : {}) };
   console.log(`[${result.label}] ${v.name}: first chunk p50 ${s.firstChunkMs.p50.toFixed(2)} ms, first token chunk p50 ${s.firstTokenChunkMs.p50.toFixed(2)} ms; engine part ${s.engineSubmitToFirstTokenCallbackMs.p50.toFixed(2)} ms (step ${s.firstTokenStepMs.p50.toFixed(2)}, max ${s.firstTokenStepMs.max.toFixed(1)})${eng ? `; engine in-process p50 ${median(eng).toFixed(2)} ms` : ''}`);
   console.log('  ', JSON.stringify(s.stagesP50));
+  for (const [k, w] of Object.entries(idx)) if (w) console.log(`   ${k} ${w.requests}: first chunk p50 ${w.firstChunkP50Ms} ms, serving ${w.servingP50Ms}, engine ${w.engineP50Ms}`, JSON.stringify(w.stagesP50));
 }
 if (process.env.OUT) await writeFile(process.env.OUT, JSON.stringify(result, null, 2) + '\n');

@@ -8,7 +8,8 @@ export interface ServeGpuOptions {
   device: 'cuda' | 'cpu';
   precisions: ('bfloat16' | 'float32')[];
   levels: number[];
-  /** Requests per level (default 3 per stream, at least 16, as bench/gpu.ts). */
+  /** Requests per level (default 3 per stream, at least 48: a c=1 level's TTFT p50 is then the steady
+   *  state's, not that of the first requests of a fresh client process; bench/README.md). */
   prompts: number[];
   inputLen: string; // N or MIN-MAX, as `bench serve --random-input-len`
   outputLen: string;
@@ -43,7 +44,7 @@ export function serveGpuOptions(argv: string[]): ServeGpuOptions {
   const device = values.device as 'cuda' | 'cpu';
   if (device !== 'cuda' && device !== 'cpu') throw new Error(`--device cuda|cpu, got ${values.device}`);
   const levels = list(values.levels);
-  const prompts = values.prompts ? list(values.prompts) : levels.map((c) => Math.max(16, 3 * c));
+  const prompts = values.prompts ? list(values.prompts) : levels.map((c) => Math.max(48, 3 * c));
   if (prompts.length !== levels.length || [...levels, ...prompts].some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--levels and --prompts: positive integers, as many of each');
   const precisions = values.precisions.split(',') as ServeGpuOptions['precisions'];
   if (precisions.some((p) => p !== 'bfloat16' && p !== 'float32')) throw new Error(`--precisions: bfloat16 and/or float32, got ${values.precisions}`);

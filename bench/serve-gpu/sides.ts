@@ -84,8 +84,11 @@ export const httpFigures = (m: LevelMetrics): SideFigures & { clientCpuCores: nu
 });
 
 /** `ernie-edge bench serve` as a child process (its own cores, as a user runs it); its log goes to `log`. */
+/** `bench serve`'s warm-ups per run: enough for the client process's own request and SSE code to compile. */
+const CLIENT_WARMUPS = 16;
+
 export async function benchServeSide(base: string, o: ServeGpuOptions, name: string, stream: boolean, log: string, only?: { level: number; prompts: number }): Promise<BenchResult> {
-  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o, only), '--num-warmups', '4', '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
+  const args = ['bench', 'serve', '--base-url', base, ...workloadFlags(o, only), '--num-warmups', String(CLIENT_WARMUPS), '--save-result', '--result-dir', o.outDir, '--result-filename', `${name}.json`, ...(stream ? [] : ['--no-stream'])];
   const file = createWriteStream(log);
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

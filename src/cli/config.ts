@@ -9,6 +9,7 @@ import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS } from '../sidecar/engine/plan
 import type { SidecarOptions } from '../sidecar/main.js';
 import { UsageError, type ParsedArgs } from './args.js';
 import { defaultApiServerCount } from './cpu-budget.js';
+import { DEFAULT_WARMUP_REQUESTS } from './http-warm-up.js';
 import { MAX_SECRET_BYTES } from '../protocol/serve-engine.js';
 import { FLAGS } from './flags.js';
 import type { ConnectionLimits } from './http-connections.js';
@@ -28,6 +29,8 @@ export interface GatewayConfig {
   apiServerCount: number;
   /** --stream-stall-timeout (createApp's streamStallTimeoutMs). */
   streamStallTimeoutMs: number;
+  /** --api-server-warmup-requests: each gateway process's warm-up through its own path (./http-warm-up.ts); 0: none. */
+  warmupRequests: number;
   /** HTTP connection limits given on the command line; the rest take their defaults (http-connections.ts). */
   limits: Partial<ConnectionLimits>;
   /** --tool-call-parser (createApp's toolCallParser). */
@@ -172,6 +175,7 @@ export function buildConfig(args: ParsedArgs): Config {
       drainDelayMs: drainDelay * 1000,
       apiServerCount: num('api-server-count') === undefined ? defaultApiServerCount() : positive('api-server-count', 1),
       streamStallTimeoutMs: stall * 1000,
+      warmupRequests: positive('api-server-warmup-requests', DEFAULT_WARMUP_REQUESTS, 0),
       limits: {
         keepAliveTimeoutMs: seconds('timeout-keep-alive'),
         headersTimeoutMs: seconds('timeout-headers'),

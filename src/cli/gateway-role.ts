@@ -1,13 +1,14 @@
 // `serve --role gateway`: the stateless HTTP half alone, connected to a sidecar over `--engine`.
 // Also exports startGateway, which `serve` (./serve.ts) reuses with its private Unix socket.
 
-import { createApp } from '../gateway/app.js';
+import { createApp, type AppHandle } from '../gateway/app.js';
 import { warmUpGateway } from '../gateway/warm-up.js';
 import type { EngineClient } from '../protocol/engine-client.js';
 import { createTcpEngineClient, createUnixEngineClient } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
 import cluster from 'node:cluster';
 import { forwardFlags, type ParsedArgs } from './args.js';
+import { engineReady, warmUpThroughHttp } from './http-warm-up.js';
 import { ClusterMetrics } from './cluster-metrics.js';
 import { ENV_LISTEN, ENV_REUSE_PORT, ENV_SLOT, isMessage, type PrimaryMessage, type WorkerMessage } from './cluster-messages.js';
 import { startGatewayCluster } from './cluster.js';
@@ -62,7 +63,35 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
   const where = slot ? { apiServer: slot.slot } : {};
   logger.info({ url, address: a, apiKey: g.apiKey ? 'required' : 'none', cors: g.allowedOrigins ?? 'off', warmUpRequests, ...where }, 'gateway listening');
   if (slot) process.send?.({ type: 'listening', address: a } satisfies WorkerMessage);
-  return gw;
+  if (g.warmupRequests <= 0) return gw;
+  // /ready stays 503 until this process has warmed its request path (./http-warm-up.ts); draining stops it.
+  handle.setWarming(true);
+  const stop = new AbortController();
+  // Never rejects (a failed warm-up only costs speed): shutdown can always await it.
+  const warm = warmUpWhenReady(handle, engine, g.warmupRequests, g.apiKey, logger, stop.signal, where).catch(() => undefined);
+  return {
+    address: gw.address,
+    get inFlight() {
+      return gw.inFlight;
+    },
+    shutdown: async () => {
+      stop.abort();
+      await warm;
+      return gw.shutdown();
+    },
+  };
+}
+
+async function warmUpWhenReady(handle: AppHandle, engine: EngineClient, requests: number, apiKey: string | undefined, logger: CliLogger, signal: AbortSignal, where: object): Promise<void> {
+  try {
+    if (!(await engineReady(engine, signal))) return;
+    const r = await warmUpThroughHttp(handle, engine, { requests, apiKey, signal });
+    const line = { warmUpRequests: r.ok, warmUpMs: Math.round(r.ms), ...where };
+    if (r.stoppedBy && r.stoppedBy !== 'budget' && r.stoppedBy !== 'aborted') logger.warn({ ...line, stoppedBy: r.stoppedBy }, 'gateway warm-up stopped early: the first requests will be slower');
+    else logger.info({ ...line, ...(r.stoppedBy ? { stoppedBy: r.stoppedBy } : {}) }, 'gateway warm-up done: requests took the whole path once the engine was ready');
+  } finally {
+    handle.setWarming(false);
+  }
 }
 
 /** Names the gateway process that answered, when there are several (`--api-server-count`). */

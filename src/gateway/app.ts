@@ -70,6 +70,12 @@ export interface AppHandle {
   /** While draining, /ready answers 503 (in-flight and new requests are still served). */
   setDraining(draining: boolean): void;
   readonly draining: boolean;
+  /**
+   * While this process warms its own request path (src/cli/http-warm-up.ts), /ready answers 503
+   * 'warming up' (requests are still served, only slower).
+   */
+  setWarming(warming: boolean): void;
+  readonly warming: boolean;
 }
 
 /**
@@ -99,6 +105,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
       logger.warn({ reqId, stalledMs: Math.round(stalledMs) }, 'stream aborted: its client read nothing for the stall timeout (--stream-stall-timeout)'),
   };
   let draining = false;
+  let warming = false;
   if (opts.servedModelName) metrics.setModelName(opts.servedModelName);
 
   const finished = (r: FinishedRequest) => {
@@ -122,7 +129,9 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   app.use('*', async (c, next) => {
     const given = c.req.header('x-request-id');
     const id = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    const rec = new RequestRecord(id, c.req.method, now, finished, opts.tracer, c.req.raw.signal);
+    // The gateway's own warm-up requests (RequestBindings.internal) leave no metric, log line or trace.
+    const internal = (c.env as RequestBindings | undefined)?.internal === true;
+    const rec = internal ? new RequestRecord(id, c.req.method, now, () => undefined) : new RequestRecord(id, c.req.method, now, finished, opts.tracer, c.req.raw.signal);
     c.set('rec', rec);
     await next();
     c.res.headers.set('x-request-id', id);
@@ -157,10 +166,10 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     });
   };
   const route = (method: Method, path: string, make: Make) => routes(path, { [method]: make });
-  const isDraining = () => draining;
+  const state = { draining: () => draining, warming: () => warming };
   route('GET', '/health', () => healthHandler());
-  route('GET', '/ready', (deps) => readyHandler(deps, isDraining));
-  route('GET', '/ping', (deps) => readyHandler(deps, isDraining));
+  route('GET', '/ready', (deps) => readyHandler(deps, state));
+  route('GET', '/ping', (deps) => readyHandler(deps, state));
   route('GET', '/version', () => versionHandler());
   route('GET', '/metrics', metricsHandler);
   if (opts.chatUi ?? true) {
@@ -201,6 +210,12 @@ export function createApp(opts: CreateAppOptions): AppHandle {
     },
     get draining() {
       return draining;
+    },
+    setWarming: (w) => {
+      warming = w;
+    },
+    get warming() {
+      return warming;
     },
   };
 }

@@ -9,8 +9,12 @@ import type { MetricsSink } from './metrics.js';
 import type { RequestRecord } from './request-record.js';
 import type { ToolConfig } from './tools/plan.js';
 
-/** What a request may bring (Hono's env, fetch's second argument): its own engine. */
-export type RequestBindings = { engine?: EngineClient };
+/**
+ * What a request may bring (Hono's env, fetch's second argument): its own engine, and `internal` for the
+ * gateway's own warm-up requests (src/cli/http-warm-up.ts), which no metric, log line or trace counts.
+ * Only code in this process can set either: the network reaches the app through the runtime's env.
+ */
+export type RequestBindings = { engine?: EngineClient; internal?: boolean };
 export type AppEnv = { Variables: { rec: RequestRecord; engine: EngineClient } };
 export type AppContext = Context<AppEnv>;
 

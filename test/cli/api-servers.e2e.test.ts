@@ -3,6 +3,7 @@
 // them (each names itself in the x-ernie-edge-api-server header); /metrics, whichever process answers,
 // counts every process's requests once; a gateway killed with SIGKILL is restarted while the others
 // serve, and the new one serves; SIGTERM drains every gateway with a stream in flight, then exits 0.
+// Every gateway process warms its own request path (src/cli/http-warm-up.ts), the restarted one too.
 import { get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runtimeHasReusePort } from '../../src/cli/cluster.js';
@@ -29,10 +30,11 @@ function getFresh(url: string): Promise<{ status: number; server: string; body: 
 const modelsCount = (metrics: string) => Number(/^http_requests_total\{method="GET",route="\/v1\/models",status="200"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
 
 const listening = (slot: number) => (l: LogLine) => l.msg === 'gateway listening' && l.apiServer === slot;
+const warmed = (slot: number, pid?: number) => (l: LogLine) => l.msg?.startsWith('gateway warm-up done') === true && l.apiServer === slot && (pid === undefined || Number(l.pid) === pid);
 
 describe('serve --api-server-count 3 (fake engine)', () => {
   it('spreads connections, sums /metrics, restarts a killed gateway while the others serve, drains on SIGTERM', async () => {
-    const p = new CliProcess(['serve', '--port', '0', '--api-server-count', '3', '--drain-timeout', '20'], fakeEnv(tempDir('ernie-cache-'), 15), FAKE_BIN);
+    const p = new CliProcess(['serve', '--port', '0', '--api-server-count', '3', '--drain-timeout', '20', '--api-server-warmup-requests', '5'], fakeEnv(tempDir('ernie-cache-'), 15), FAKE_BIN);
     procs.push(p);
     await p.waitForLog((l) => l.msg === 'ready: OpenAI-compatible API');
     const base = await p.baseURL();
@@ -41,6 +43,8 @@ describe('serve --api-server-count 3 (fake engine)', () => {
     expect(up.balancing).toBe(runtimeHasReusePort() ? 'SO_REUSEPORT' : 'round-robin'); // this Node's way
     const pids = await Promise.all([1, 2, 3].map(async (s) => Number((await p.waitForLog(listening(s))).pid)));
     expect(new Set(pids).size).toBe(3);
+    // Each sent its requests, or as many as its time budget allowed on a loaded host.
+    for (const s of [1, 2, 3]) expect((await p.waitForLog(warmed(s))).warmUpRequests).toBeGreaterThan(0);
 
     // Spread: 12 connections, each answered 200, by more than one process.
     const answers = [];
@@ -72,6 +76,7 @@ describe('serve --api-server-count 3 (fake engine)', () => {
     expect(during.filter((a) => a.server !== '2').length).toBeGreaterThan(0);
     const newPid = Number((await p.waitForLog((l) => listening(2)(l) && l.pid !== pids[1])).pid);
     expect(newPid).not.toBe(pids[1]);
+    expect((await p.waitForLog(warmed(2, newPid))).warmUpRequests).toBeGreaterThan(0);
     let servedBy2 = false;
     for (let i = 0; i < 60 && !servedBy2; i++) servedBy2 = (await getFresh(`${base}/v1/models`)).server === '2';
     expect(servedBy2).toBe(true); // the old process is dead: this is the new one
