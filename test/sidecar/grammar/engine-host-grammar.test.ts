@@ -144,6 +144,40 @@ describe('structured output through EngineHost (real engine, random logits)', ()
     expect(s.kvBlocksFree).toBe(s.kvBlocksTotal);
   });
 
+  it('a grammar failure mid-stream ends that request with INTERNAL (500), not ENGINE_DEAD (503 retry)', async () => {
+    // The pool reports a failed choice (a rejected token, a dead worker) through onFailed, which the host
+    // installed: the key of this request's session is the one open() hands out.
+    const open = pool.open.bind(pool);
+    const keys: number[] = [];
+    pool.open = async (...args) => {
+      const s = await open(...args);
+      keys.push(s.key);
+      return s;
+    };
+    const req = { ...request({ prompt: { kind: 'text', text: 'Go' }, sampling: { maxTokens: 500, temperature: 1, seed: 6, ignoreEos: true } }), constraint: { kind: 'regex', pattern: '[a-z]{400,}', param: 'p' } as Constraint };
+    const events: EngineEvent[] = [];
+    let failed = false;
+    try {
+      for await (const ev of host.stream(req)) {
+        events.push(ev);
+        if (ev.type === 'delta' && !failed) {
+          failed = true;
+          expect(keys).toHaveLength(1);
+          pool.onFailed(keys[0]!, 0, 'structured output: the grammar rejected token 7');
+        }
+      }
+    } finally {
+      pool.open = open;
+    }
+    const c = choice(events);
+    expect(c.last.finishReason).toBe('error');
+    expect(c.last.error).toEqual({ code: 'INTERNAL', message: 'structured output: the grammar rejected token 7' });
+    expect(c.tokenIds.length).toBeLessThan(500);
+    expect(host.liveRequests).toBe(0);
+    const after = await run({ kind: 'choice', choices: ['ok'], param: 'p' });
+    expect(choice(after).text).toBe('ok');
+  });
+
   it.each([
     [{ kind: 'json_schema', schema: '{"type": "nonsense"}', param: 'response_format.json_schema.schema' }, /JSON schema does not compile: .*nonsense/],
     [{ kind: 'regex', pattern: '[a-', param: 'structured_outputs.regex' }, /regular expression does not compile: .*\[/],
