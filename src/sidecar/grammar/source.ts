@@ -7,6 +7,8 @@
 // - choice: an EBNF alternation of the choices as JSON-escaped string literals (xgrammar's EBNF
 //   literals take JSON's escapes);
 // - grammar: the EBNF as given (root rule `root`); structural_tag: the tag's JSON as given.
+// Before it is compiled, a source goes through ./compile-lowering.ts (what xgrammar gets wrong is
+// lowered into what it gets right).
 // NOTE: compact JSON, not vLLM's default any-whitespace: a model free to emit whitespace between
 // tokens can fill max_tokens with it (a sampled model does), and the output no longer parses.
 import type { Constraint } from '../../protocol/engine-client.js';
@@ -18,7 +20,7 @@ export type GrammarSource =
   | { kind: 'ebnf'; text: string }
   | { kind: 'structural_tag'; text: string };
 
-const SEPARATORS: [string, string] = [',', ':'];
+export const SEPARATORS: [string, string] = [',', ':'];
 
 export function grammarSource(c: Constraint): GrammarSource {
   switch (c.kind) {
@@ -42,7 +44,7 @@ export function sourceKey(s: GrammarSource): string {
 }
 
 /** Strict mode (no properties or items beyond the schema's) for a schema, not for json_object. */
-function strict(s: GrammarSource): boolean {
+export function strict(s: GrammarSource): boolean {
   return s.text !== '{"type":"object"}';
 }
 
@@ -75,32 +77,7 @@ export async function parseSource(xg: XgrammarModule, s: GrammarSource): Promise
   g.dispose();
 }
 
-/**
- * A structural tag's `json_schema` contents as compact JSON too (see the NOTE above): xgrammar's own
- * json_schema format inside a tag allows any whitespace, so they become `grammar` contents holding
- * the compact, strict EBNF of their schema (tool calls: src/gateway/tools/plan.ts). Other sources are
- * returned as they are. Throws on a schema that does not convert (its message says why).
- */
-export async function compactTagSource(xg: XgrammarModule, s: GrammarSource): Promise<GrammarSource> {
-  if (s.kind !== 'structural_tag' || !s.text.includes('"json_schema"')) return s;
-  const rewrite = async (v: unknown): Promise<unknown> => {
-    if (Array.isArray(v)) return Promise.all(v.map(rewrite));
-    if (typeof v !== 'object' || v === null) return v;
-    const o = v as Record<string, unknown>;
-    if (o.type === 'json_schema' && 'json_schema' in o) {
-      const g = await xg.Grammar.fromJSONSchema(JSON.stringify(o.json_schema), false, -1, SEPARATORS, true);
-      const ebnf = g.toString();
-      g.dispose();
-      return { type: 'grammar', grammar: ebnf };
-    }
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(o)) out[k] = await rewrite(x);
-    return out;
-  };
-  return { kind: 'structural_tag', text: JSON.stringify(await rewrite(parseTag(s.text))) };
-}
-
-function parseTag(text: string): Record<string, unknown> {
+export function parseTag(text: string): Record<string, unknown> {
   let tag: unknown;
   try {
     tag = JSON.parse(text);
