@@ -119,20 +119,31 @@ describe.each(COMBOS)('%s (stream: %s): every constrained output is valid', (rou
   });
 });
 
-describe('what the grammar engine cannot compile is a 400 naming the field', () => {
-  it.each<[string, Record<string, unknown>, string]>([
+describe('what the grammar engine cannot compile or would not enforce is a 400 naming the field', () => {
+  it.each<[string, Record<string, unknown>, string, string?]>([
+    ['a schema that is not a schema', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: [1] } } }, 'response_format.json_schema.schema', 'JSON object or a boolean'],
+    ['an unsupported keyword', { guided_json: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } }, 'guided_json', "'multipleOf' is not enforced by the grammar engine (at /properties/n/multipleOf)"],
+    ['bounds on type number', { structured_outputs: { json: { type: 'number', minimum: 0 } } }, 'structured_outputs.json', "'minimum' is not enforced for type number"],
+    ['a pattern that can match a quote', { guided_json: { type: 'string', pattern: '.+' } }, 'guided_json', "'pattern' can match"],
+    [
+      'a structural tag with an unenforced schema',
+      { structured_outputs: { structural_tag: JSON.stringify({ type: 'structural_tag', format: { type: 'json_schema', json_schema: { type: 'string', format: 'color' } } }) } },
+      'structured_outputs.structural_tag',
+      "'format'",
+    ],
     ['a regex that does not compile', { guided_regex: '(ab' }, 'guided_regex'],
     ['an EBNF grammar that does not parse', { structured_outputs: { grammar: 'root ::= (' } }, 'structured_outputs.grammar'],
     ['an EBNF grammar without a root rule', { guided_grammar: 'start ::= "a"' }, 'guided_grammar'],
     ['a schema pattern that does not compile', { response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { type: 'string', pattern: '[a-' } } } }, 'response_format.json_schema.schema'],
     ['a structural tag of an unknown format', { structured_outputs: { structural_tag: '{"type":"structural_tag","format":{"type":"no_such_format"}}' } }, 'structured_outputs.structural_tag'],
-  ])('%s', async (_name, fields, param) => {
+  ])('%s', async (_name, fields, param, text) => {
     for (const [path, input] of [['/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }] }], ['/v1/completions', { prompt: 'x' }]] as const) {
       const res = await gw.post(path, { model: REAL_MODEL, ...input, max_tokens: 4, ...fields });
       const body = (await res.json()) as Any;
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(body.error.param).toBe(param);
       expect(body.error.type).toBe('invalid_request_error');
+      if (text) expect(body.error.message).toContain(text);
     }
   });
 });

@@ -11,8 +11,10 @@
 // lowered into what it gets right).
 // NOTE: compact JSON, not vLLM's default any-whitespace: a model free to emit whitespace between
 // tokens can fill max_tokens with it (a sampled model does), and the output no longer parses.
-import type { Constraint } from '../../protocol/engine-client.js';
+import { EngineError, type Constraint } from '../../protocol/engine-client.js';
 import type { CompiledGrammar as Compiled, Grammar, GrammarCompiler as Compiler } from '@mlc-ai/web-xgrammar';
+import { checkJsonSchema } from '../../protocol/json-schema-check.js';
+import { jsonSafeStrings } from './schema-strings.js';
 import type { XgrammarModule } from './xgrammar.js';
 
 export type GrammarSource =
@@ -22,10 +24,15 @@ export type GrammarSource =
 
 export const SEPARATORS: [string, string] = [',', ':'];
 
+/**
+ * The source of a constraint. Throws EngineError INVALID_REQUEST naming `c.param` for a JSON Schema
+ * (alone or inside a structural tag) that xgrammar would not enforce (./schema-check.ts); its
+ * length-bounded strings become JSON-safe patterns (./schema-strings.ts).
+ */
 export function grammarSource(c: Constraint): GrammarSource {
   switch (c.kind) {
     case 'json_schema':
-      return { kind: 'json_schema', text: c.schema };
+      return { kind: 'json_schema', text: refusedAs('the JSON schema', () => enforcedSchema(c.schema, c.param)) };
     case 'json_object':
       return { kind: 'json_schema', text: '{"type":"object"}' };
     case 'regex':
@@ -35,8 +42,65 @@ export function grammarSource(c: Constraint): GrammarSource {
     case 'grammar':
       return { kind: 'ebnf', text: c.ebnf };
     case 'structural_tag':
-      return { kind: 'structural_tag', text: c.tag };
+      return { kind: 'structural_tag', text: refusedAs('the structural tag', () => enforcedTag(c.tag, c.param)) };
   }
+}
+
+/** A refusal worded as the pool words a compile error ("the JSON schema does not compile: …"). */
+function refusedAs<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof EngineError) throw new EngineError(e.code, `${what} does not compile: ${e.message}`, e.param);
+    throw e;
+  }
+}
+
+/** A schema's JSON text, checked and with JSON-safe strings. */
+function enforcedSchema(text: string, param: string): string {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch {
+    throw new EngineError('INVALID_REQUEST', `${param}: the schema is not valid JSON`, param);
+  }
+  checkJsonSchema(schema, param);
+  return JSON.stringify(jsonSafeStrings(schema));
+}
+
+/**
+ * A structural tag's JSON text with each schema in it checked and with JSON-safe strings: contents
+ * {"type": "json_schema", "json_schema": …} (format API) and {"begin", "schema", "end"} (legacy).
+ * Text that is not JSON is returned as is: compiling it reports why.
+ */
+function enforcedTag(text: string, param: string): string {
+  let tag: unknown;
+  try {
+    tag = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const visit = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(visit);
+    if (typeof v !== 'object' || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      try {
+        out[k] = visit(x);
+      } catch (e) {
+        // Say which tag's content was refused (a tool call's tag begins with the tool's name).
+        if (e instanceof EngineError && typeof out.begin === 'string' && k === 'content') throw new EngineError(e.code, `${e.message}, in the tag that begins ${JSON.stringify(out.begin)}`, e.param);
+        throw e;
+      }
+    }
+    const schemaKey = out.type === 'json_schema' && 'json_schema' in out ? 'json_schema' : 'begin' in out && 'schema' in out ? 'schema' : null;
+    if (schemaKey) {
+      checkJsonSchema(out[schemaKey], param);
+      out[schemaKey] = jsonSafeStrings(out[schemaKey]);
+    }
+    return out;
+  };
+  return JSON.stringify(visit(tag));
 }
 
 export function sourceKey(s: GrammarSource): string {

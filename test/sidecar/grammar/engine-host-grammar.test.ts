@@ -183,6 +183,10 @@ describe('structured output through EngineHost (real engine, random logits)', ()
     [{ kind: 'regex', pattern: '[a-', param: 'structured_outputs.regex' }, /regular expression does not compile: .*\[/],
     [{ kind: 'grammar', ebnf: 'root ::= (', param: 'structured_outputs.grammar' }, /grammar does not compile: EBNF parser error/],
     [{ kind: 'structural_tag', tag: '{not json', param: 'structured_outputs.structural_tag' }, /structural tag does not compile: .*not JSON/],
+    // What xgrammar would not enforce is refused here too, for every client of the engine protocol.
+    [{ kind: 'json_schema', schema: '{"type": "integer", "multipleOf": 2}', param: 'guided_json' }, /JSON schema does not compile: guided_json: the keyword 'multipleOf' is not enforced by the grammar engine \(at \/multipleOf\)/],
+    [{ kind: 'json_schema', schema: '{"type": "number", "maximum": 1}', param: 'guided_json' }, /'maximum' is not enforced for type number/],
+    [{ kind: 'structural_tag', tag: '{"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {"type": "string", "pattern": "."}}}', param: 'tools' }, /structural tag does not compile: tools: the keyword 'pattern' can match/],
   ] as [Constraint, RegExp][])('a constraint that does not compile is INVALID_REQUEST naming its param (%o)', async (constraint, message) => {
     const err = await run(constraint).then(
       () => null,
