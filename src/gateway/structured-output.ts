@@ -4,17 +4,17 @@
 //  - vLLM's structured_outputs: exactly one of json, regex, choice, grammar, json_object, structural_tag;
 //  - vLLM's older top-level guided_json, guided_regex, guided_choice, guided_grammar (+ guided_decoding_backend).
 // At most one source per request (a 400 otherwise). `param` names the field the constraint came from,
-// so a compile error in the sidecar becomes a 400 that says where. JSON Schemas are checked first by
-// ./json-schema-check.ts (keywords the engine would not enforce are refused); length-bounded strings
-// go to the engine as JSON-safe patterns (./json-schema-strings.ts).
+// so a compile error in the sidecar becomes a 400 that says where. What the grammar engine would not
+// enforce (keywords, number bounds, unsafe patterns: src/protocol/json-schema-check.ts) the sidecar's
+// compile refuses whatever the route; the gateway checks the same first, so such a request is a 400
+// before it reaches the engine. The sidecar alone rewrites length-bounded strings for the engine.
 // response_format's name, description and strict are labels: the schema is always enforced exactly
 // and nothing is added to the prompt (as vLLM).
 
 import { z } from 'zod';
 import type { Constraint } from '../protocol/engine-client.js';
+import { checkJsonSchema } from '../protocol/json-schema-check.js';
 import { badRequest } from './errors.js';
-import { checkJsonSchema } from './json-schema-check.js';
-import { jsonSafeStrings } from './json-schema-strings.js';
 
 /** Characters of a schema's JSON text, a structural tag, a grammar: bounds what one request makes the sidecar compile. */
 export const MAX_SCHEMA_CHARS = 64 * 1024;
@@ -95,10 +95,9 @@ function jsonSchema(value: unknown, param: string): Constraint {
       throw badRequest(`${param}: not valid JSON`, param);
     }
   }
-  const size = JSON.stringify(schema)?.length ?? 0; // the client's schema, before jsonSafeStrings lengthens it
-  if (size > MAX_SCHEMA_CHARS) throw badRequest(`${param}: the schema is ${size} characters of JSON; the limit is ${MAX_SCHEMA_CHARS}`, param);
+  const text = JSON.stringify(schema) ?? '';
+  if (text.length > MAX_SCHEMA_CHARS) throw badRequest(`${param}: the schema is ${text.length} characters of JSON; the limit is ${MAX_SCHEMA_CHARS}`, param);
   checkJsonSchema(schema, param);
-  const text = JSON.stringify(jsonSafeStrings(schema));
   return { kind: 'json_schema', schema: text, param };
 }
 

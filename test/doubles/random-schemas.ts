@@ -42,7 +42,9 @@ const PROPERTY_NAMES = [
   'id', 'name', 'title', 'kind', 'count', 'score', 'tags', 'items', 'owner', 'status', 'level', 'color',
   'city', 'price', 'active', 'notes', 'code', 'rank', 'meta', 'values',
 ] as const;
-const WORDS = ['red', 'green', 'blue', 'alpha', 'beta', 'gamma', 'north', 'south', 'yes', 'no', '北京', 'café'];
+// Some share prefixes (no, nor, north; 北, 北京), which enums and choices must keep apart.
+const WORDS = ['red', 'green', 'blue', 'alpha', 'beta', 'gamma', 'north', 'nor', 'south', 'yes', 'no', '北', '北京', 'café'];
+const NUMBERS = [0.25, 0.5, 0.125, 1.5, 12.5, 1.25, -0.5, -0.25];
 // Each pattern matches bounded strings: the regex converter and ajv both accept them.
 const PATTERNS = ['[a-z]{2,8}', '[A-Z][a-z]{1,6}', '[0-9]{3}-[0-9]{4}', '(red|green|blue)', '[a-f0-9]{4,8}', 'ab{1,6}c?'];
 
@@ -64,10 +66,10 @@ function leafSchema(p: Picker): JsonSchema {
         : { type: 'integer', minimum: min, maximum: min + p.int(0, 5000) };
     }
     case 'number':
-      // A fixed number: bounds on type number are refused (xgrammar 0.1.27 does not enforce them), an
-      // unbounded number lets random logits fill max_tokens with digits, and xgrammar 0.1.27 mis-compiles
-      // alternatives sharing a prefix such as enum [0.25, 0.5] (it accepts 0.2225).
-      return { type: 'number', const: p.int(-50, 50) / 4 };
+      // A fixed number or an enum of numbers sharing prefixes (0.25, 0.5, 0.125: xgrammar 0.1.27 alone
+      // accepts 0.2225 for [0.25, 0.5]; src/sidecar/grammar/literal-tries.ts): bounds on type number are
+      // refused, and an unbounded number lets random logits fill max_tokens with digits.
+      return p.chance(0.5) ? { type: 'number', const: p.int(-50, 50) / 4 } : { type: 'number', enum: p.distinct(NUMBERS, p.int(2, 4)) };
     case 'boolean':
       return { type: 'boolean' };
     case 'null':

@@ -12,8 +12,8 @@ const CHAT = '/v1/chat/completions';
 const COMPLETIONS = '/v1/completions';
 const msgs = [{ role: 'user', content: 'Give me JSON' }];
 const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 0 } }, required: ['name', 'age'], additionalProperties: false };
-// What the engine compiles: the same schema, its length-bounded string as the JSON-safe pattern (json-schema-strings.ts).
-const schemaText = JSON.stringify({ ...schema, properties: { ...schema.properties, name: { type: 'string', pattern: '[^"\\\\\\x00-\\x1f]{0,8}' } } });
+// What the engine receives: the schema's JSON text (the sidecar rewrites its length-bounded strings: src/sidecar/grammar/source.ts).
+const schemaText = JSON.stringify(schema);
 
 /** Posts `extra` on a route and returns the Constraint the engine received (undefined: none). */
 async function lowered(path: string, extra: Record<string, unknown>): Promise<Constraint | undefined> {

@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hermesParser } from '../../src/gateway/tools/hermes.js';
 import { toolPlan } from '../../src/gateway/tools/plan.js';
 import type { Constraint } from '../../src/protocol/engine-client.js';
-import { compactTagSource, compileSource, grammarSource } from '../../src/sidecar/grammar/source.js';
+import { lowerSource } from '../../src/sidecar/grammar/compile-lowering.js';
+import { compileSource, grammarSource } from '../../src/sidecar/grammar/source.js';
 import { loadXgrammar, type XgrammarModule } from '../../src/sidecar/grammar/xgrammar.js';
 
 const tools = [
@@ -27,7 +28,7 @@ beforeAll(async () => {
   const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
   /** The whole text is accepted and the grammar may end there (the stop id is allowed next). */
   accepts = async (c, text) => {
-    const compiled = await compileSource(compiler, await compactTagSource(xg, grammarSource(c)));
+    const compiled = await compileSource(compiler, await lowerSource(xg, grammarSource(c)));
     const m = await xg.GrammarMatcher.createGrammarMatcher(compiled);
     for (const ch of text) if (!m.acceptToken(vocab.indexOf(ch))) return false;
     return m.acceptToken(0);

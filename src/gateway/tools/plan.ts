@@ -12,8 +12,7 @@ import type { Constraint, ToolDefinition } from '../../protocol/engine-client.js
 import { badRequest } from '../errors.js';
 import type { ChatRequest } from '../schemas.js';
 import type { TagFormat, ToolCallParser } from './parser.js';
-import { checkJsonSchema as checkEnforceable } from '../json-schema-check.js';
-import { jsonSafeStrings } from '../json-schema-strings.js';
+import { checkJsonSchema as checkEnforceable } from '../../protocol/json-schema-check.js';
 import { checkJsonSchema } from './schema-check.js';
 
 export interface ToolConfig {
@@ -37,8 +36,9 @@ export function toolPlan(body: Pick<ChatRequest, 'tools' | 'tool_choice' | 'para
   if (choice === 'none' || (choice === 'auto' && tools.length === 0)) return null;
   if (tools.length === 0) throw badRequest('tool_choice requires tools: none were given', 'tool_choice');
   const parallel = body.parallel_tool_calls ?? true;
-  // Length-bounded strings as JSON-safe patterns, as for response_format (../json-schema-strings.ts).
-  const tag = (t: ToolDefinition) => cfg.parser.callTag(t.function.name, jsonSafeStrings(t.function.parameters ?? NO_PARAMETERS) as Record<string, unknown>);
+  // The sidecar checks the parameters again inside the tag and rewrites their length-bounded strings
+  // JSON-safe (src/sidecar/grammar/source.ts).
+  const tag = (t: ToolDefinition) => cfg.parser.callTag(t.function.name, t.function.parameters ?? NO_PARAMETERS);
   let format: Record<string, unknown>;
   let param = 'tools';
   if (choice === 'auto') {

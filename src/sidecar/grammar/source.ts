@@ -7,10 +7,14 @@
 // - choice: an EBNF alternation of the choices as JSON-escaped string literals (xgrammar's EBNF
 //   literals take JSON's escapes);
 // - grammar: the EBNF as given (root rule `root`); structural_tag: the tag's JSON as given.
+// Before it is compiled, a source goes through ./compile-lowering.ts (what xgrammar gets wrong is
+// lowered into what it gets right).
 // NOTE: compact JSON, not vLLM's default any-whitespace: a model free to emit whitespace between
 // tokens can fill max_tokens with it (a sampled model does), and the output no longer parses.
-import type { Constraint } from '../../protocol/engine-client.js';
+import { EngineError, type Constraint } from '../../protocol/engine-client.js';
 import type { CompiledGrammar as Compiled, Grammar, GrammarCompiler as Compiler } from '@mlc-ai/web-xgrammar';
+import { checkJsonSchema } from '../../protocol/json-schema-check.js';
+import { jsonSafeStrings } from './schema-strings.js';
 import type { XgrammarModule } from './xgrammar.js';
 
 export type GrammarSource =
@@ -18,12 +22,17 @@ export type GrammarSource =
   | { kind: 'ebnf'; text: string }
   | { kind: 'structural_tag'; text: string };
 
-const SEPARATORS: [string, string] = [',', ':'];
+export const SEPARATORS: [string, string] = [',', ':'];
 
+/**
+ * The source of a constraint. Throws EngineError INVALID_REQUEST naming `c.param` for a JSON Schema
+ * (alone or inside a structural tag) that xgrammar would not enforce (./schema-check.ts); its
+ * length-bounded strings become JSON-safe patterns (./schema-strings.ts).
+ */
 export function grammarSource(c: Constraint): GrammarSource {
   switch (c.kind) {
     case 'json_schema':
-      return { kind: 'json_schema', text: c.schema };
+      return { kind: 'json_schema', text: refusedAs('the JSON schema', () => enforcedSchema(c.schema, c.param)) };
     case 'json_object':
       return { kind: 'json_schema', text: '{"type":"object"}' };
     case 'regex':
@@ -33,8 +42,65 @@ export function grammarSource(c: Constraint): GrammarSource {
     case 'grammar':
       return { kind: 'ebnf', text: c.ebnf };
     case 'structural_tag':
-      return { kind: 'structural_tag', text: c.tag };
+      return { kind: 'structural_tag', text: refusedAs('the structural tag', () => enforcedTag(c.tag, c.param)) };
   }
+}
+
+/** A refusal worded as the pool words a compile error ("the JSON schema does not compile: …"). */
+function refusedAs<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof EngineError) throw new EngineError(e.code, `${what} does not compile: ${e.message}`, e.param);
+    throw e;
+  }
+}
+
+/** A schema's JSON text, checked and with JSON-safe strings. */
+function enforcedSchema(text: string, param: string): string {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch {
+    throw new EngineError('INVALID_REQUEST', `${param}: the schema is not valid JSON`, param);
+  }
+  checkJsonSchema(schema, param);
+  return JSON.stringify(jsonSafeStrings(schema));
+}
+
+/**
+ * A structural tag's JSON text with each schema in it checked and with JSON-safe strings: contents
+ * {"type": "json_schema", "json_schema": …} (format API) and {"begin", "schema", "end"} (legacy).
+ * Text that is not JSON is returned as is: compiling it reports why.
+ */
+function enforcedTag(text: string, param: string): string {
+  let tag: unknown;
+  try {
+    tag = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const visit = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(visit);
+    if (typeof v !== 'object' || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      try {
+        out[k] = visit(x);
+      } catch (e) {
+        // Say which tag's content was refused (a tool call's tag begins with the tool's name).
+        if (e instanceof EngineError && typeof out.begin === 'string' && k === 'content') throw new EngineError(e.code, `${e.message}, in the tag that begins ${JSON.stringify(out.begin)}`, e.param);
+        throw e;
+      }
+    }
+    const schemaKey = out.type === 'json_schema' && 'json_schema' in out ? 'json_schema' : 'begin' in out && 'schema' in out ? 'schema' : null;
+    if (schemaKey) {
+      checkJsonSchema(out[schemaKey], param);
+      out[schemaKey] = jsonSafeStrings(out[schemaKey]);
+    }
+    return out;
+  };
+  return JSON.stringify(visit(tag));
 }
 
 export function sourceKey(s: GrammarSource): string {
@@ -42,7 +108,7 @@ export function sourceKey(s: GrammarSource): string {
 }
 
 /** Strict mode (no properties or items beyond the schema's) for a schema, not for json_object. */
-function strict(s: GrammarSource): boolean {
+export function strict(s: GrammarSource): boolean {
   return s.text !== '{"type":"object"}';
 }
 
@@ -75,32 +141,7 @@ export async function parseSource(xg: XgrammarModule, s: GrammarSource): Promise
   g.dispose();
 }
 
-/**
- * A structural tag's `json_schema` contents as compact JSON too (see the NOTE above): xgrammar's own
- * json_schema format inside a tag allows any whitespace, so they become `grammar` contents holding
- * the compact, strict EBNF of their schema (tool calls: src/gateway/tools/plan.ts). Other sources are
- * returned as they are. Throws on a schema that does not convert (its message says why).
- */
-export async function compactTagSource(xg: XgrammarModule, s: GrammarSource): Promise<GrammarSource> {
-  if (s.kind !== 'structural_tag' || !s.text.includes('"json_schema"')) return s;
-  const rewrite = async (v: unknown): Promise<unknown> => {
-    if (Array.isArray(v)) return Promise.all(v.map(rewrite));
-    if (typeof v !== 'object' || v === null) return v;
-    const o = v as Record<string, unknown>;
-    if (o.type === 'json_schema' && 'json_schema' in o) {
-      const g = await xg.Grammar.fromJSONSchema(JSON.stringify(o.json_schema), false, -1, SEPARATORS, true);
-      const ebnf = g.toString();
-      g.dispose();
-      return { type: 'grammar', grammar: ebnf };
-    }
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(o)) out[k] = await rewrite(x);
-    return out;
-  };
-  return { kind: 'structural_tag', text: JSON.stringify(await rewrite(parseTag(s.text))) };
-}
-
-function parseTag(text: string): Record<string, unknown> {
+export function parseTag(text: string): Record<string, unknown> {
   let tag: unknown;
   try {
     tag = JSON.parse(text);

@@ -10,7 +10,9 @@ import type { CompiledGrammar as Compiled, GrammarMatcher as Matcher } from '@ml
 import { Lru } from './lru.js';
 import { MASK_FAILED } from './mask-layout.js';
 import type { WorkerData, WorkerReply, WorkerRequest } from './pool.js';
-import { compactTagSource, compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
+import { lowerSource } from './compile-lowering.js';
+import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
+import { Utf8Guard, type Utf8State } from './utf8-guard.js';
 import { FatalMessages, loadXgrammar, type XgrammarModule } from './xgrammar.js';
 
 
@@ -19,6 +21,7 @@ interface Session {
   n: number;
   matchers: Matcher[];
   counts: number[]; // tokens accepted per choice
+  utf8: Utf8State[]; // per choice: byte pieces keep to well-formed UTF-8 (./utf8-guard.ts)
   stopIds: number[];
 }
 
@@ -31,6 +34,7 @@ const xg = loadXgrammar();
 const info = await xg.TokenizerInfo.createTokenizerInfo(data.vocab.pieces, data.vocab.vocabType, false, data.vocab.vocabSize, data.vocab.stopIds);
 const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
 const words = Math.ceil(data.vocab.vocabSize / 32);
+const utf8 = new Utf8Guard(data.vocab);
 const cache = new Lru<string, Compiled>(data.cacheSize, (g) => g.dispose());
 let checker: XgrammarModule | null = loadXgrammar();
 const sessions = new Map<number, Session>();
@@ -42,7 +46,7 @@ async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cac
   if (hit) return { grammar: hit, cached: true };
   checker ??= loadXgrammar();
   try {
-    source = await compactTagSource(checker, source);
+    source = await lowerSource(checker, source);
     await parseSource(checker, source);
   } catch (e) {
     checker = null; // aborted inside: start a fresh one next time
@@ -68,6 +72,7 @@ async function publish(s: Session, i: number): Promise<void> {
     for (const t of s.stopIds) s.buf[row + (t >> 5)]! |= 1 << (t & 31);
   } else {
     s.buf.set(await m.getNextTokenBitmask(), row);
+    utf8.narrow(s.utf8[i]!, s.buf, row);
   }
   Atomics.store(s.buf, i, s.counts[i]!);
 }
@@ -93,10 +98,11 @@ async function handle(msg: WorkerRequest): Promise<void> {
         return;
       }
       const stops = msg.stopIds.length > 0 ? msg.stopIds : data.vocab.stopIds;
-      const s: Session = { buf: msg.buf, n: msg.n, matchers: [], counts: [], stopIds: stops };
+      const s: Session = { buf: msg.buf, n: msg.n, matchers: [], counts: [], utf8: [], stopIds: stops };
       for (let i = 0; i < msg.n; i++) {
         s.matchers.push(await xg.GrammarMatcher.createGrammarMatcher(got.grammar, stops));
         s.counts.push(0);
+        s.utf8.push(Utf8Guard.start());
       }
       sessions.set(msg.key, s);
       for (let i = 0; i < msg.n; i++) await publish(s, i);
@@ -118,6 +124,7 @@ async function handle(msg: WorkerRequest): Promise<void> {
           continue;
         }
         s.counts[i]!++;
+        utf8.accept(s.utf8[i]!, token);
         await publish(s, i);
       }
       return;

@@ -15,6 +15,7 @@
 import {
   EngineError,
   type EngineClient,
+  type EngineErrorCode,
   type EngineEvent,
   type EngineStats,
   type Health,
@@ -388,10 +389,10 @@ export class EngineHost implements EngineClient, PushBackend {
     this.opts.grammar?.flush();
   }
 
-  /** A request's grammar failed (a rejected token, or its worker died): it ends with that error. */
+  /** A request's grammar failed (a rejected token, or its worker died): it alone ends, with INTERNAL (not a dead engine). */
   private grammarFailed(key: number, message: string): void {
     const live = this.byGrammar.get(key);
-    if (live) this.endLive(live, 'error', message);
+    if (live) this.endLive(live, 'error', message, 'INTERNAL');
   }
 
   private credit(live: LiveRequest, consumed: number): void {
@@ -414,9 +415,9 @@ export class EngineHost implements EngineClient, PushBackend {
     t.mark(id, 'sc.detok');
   }
 
-  private endLive(live: LiveRequest, reason: 'abort' | 'error', message?: string): void {
+  private endLive(live: LiveRequest, reason: 'abort' | 'error', message?: string, code?: EngineErrorCode): void {
     if (live.done) return;
-    live.end(reason, this.now(), message);
+    live.end(reason, this.now(), message, code);
     this.remove(live);
   }
 

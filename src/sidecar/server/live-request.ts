@@ -11,7 +11,7 @@
 //  - Length / Abort / Error pass through; on every end but a stop string the held-back text is flushed.
 // emit never waits: a slow consumer cannot stall the step loop; it is paused by flow control instead.
 
-import type { ChoiceDelta, EngineEvent, EngineTiming, FinishReason } from '../../protocol/engine-client.js';
+import type { ChoiceDelta, EngineErrorCode, EngineEvent, EngineTiming, FinishReason } from '../../protocol/engine-client.js';
 import { eventUnits, streamWindow } from '../../protocol/flow.js';
 import { Finish, type StepOutput } from '../engine/native-engine.js';
 import type { IncrementalDetokenizer, TokenizerBundle } from '../tokenizer/index.js';
@@ -122,15 +122,19 @@ export class LiveRequest {
     if (this.choices.every((c) => c.finish !== null)) this.finish(now);
   }
 
-  /** Ends every open choice with `reason` (client abort, engine shutdown) and the request with `done`. */
-  end(reason: 'abort' | 'error', now: number, message?: string): void {
+  /**
+   * Ends every open choice with `reason` and the request with `done`. An 'error' carries `code`:
+   * ENGINE_DEAD (the default) for an engine shutdown, which clients retry (503); INTERNAL for a failure
+   * of this request alone, such as its grammar rejecting a token (500).
+   */
+  end(reason: 'abort' | 'error', now: number, message?: string, code: EngineErrorCode = 'ENGINE_DEAD'): void {
     if (this.ended) return;
     const deltas: ChoiceDelta[] = [];
     this.choices.forEach((c, index) => {
       if (c.finish !== null) return;
       c.finish = reason;
       const d: ChoiceDelta = { index, text: '', tokenIds: [], finishReason: reason, stopReason: null };
-      if (reason === 'error') d.error = { code: 'ENGINE_DEAD', message: message ?? 'the engine stopped' };
+      if (reason === 'error') d.error = { code, message: message ?? 'the engine stopped' };
       deltas.push(d);
     });
     if (deltas.length > 0) this.push({ type: 'delta', choices: deltas });

@@ -144,11 +144,49 @@ describe('structured output through EngineHost (real engine, random logits)', ()
     expect(s.kvBlocksFree).toBe(s.kvBlocksTotal);
   });
 
+  it('a grammar failure mid-stream ends that request with INTERNAL (500), not ENGINE_DEAD (503 retry)', async () => {
+    // The pool reports a failed choice (a rejected token, a dead worker) through onFailed, which the host
+    // installed: the key of this request's session is the one open() hands out.
+    const open = pool.open.bind(pool);
+    const keys: number[] = [];
+    pool.open = async (...args) => {
+      const s = await open(...args);
+      keys.push(s.key);
+      return s;
+    };
+    const req = { ...request({ prompt: { kind: 'text', text: 'Go' }, sampling: { maxTokens: 500, temperature: 1, seed: 6, ignoreEos: true } }), constraint: { kind: 'regex', pattern: '[a-z]{400,}', param: 'p' } as Constraint };
+    const events: EngineEvent[] = [];
+    let failed = false;
+    try {
+      for await (const ev of host.stream(req)) {
+        events.push(ev);
+        if (ev.type === 'delta' && !failed) {
+          failed = true;
+          expect(keys).toHaveLength(1);
+          pool.onFailed(keys[0]!, 0, 'structured output: the grammar rejected token 7');
+        }
+      }
+    } finally {
+      pool.open = open;
+    }
+    const c = choice(events);
+    expect(c.last.finishReason).toBe('error');
+    expect(c.last.error).toEqual({ code: 'INTERNAL', message: 'structured output: the grammar rejected token 7' });
+    expect(c.tokenIds.length).toBeLessThan(500);
+    expect(host.liveRequests).toBe(0);
+    const after = await run({ kind: 'choice', choices: ['ok'], param: 'p' });
+    expect(choice(after).text).toBe('ok');
+  });
+
   it.each([
     [{ kind: 'json_schema', schema: '{"type": "nonsense"}', param: 'response_format.json_schema.schema' }, /JSON schema does not compile: .*nonsense/],
     [{ kind: 'regex', pattern: '[a-', param: 'structured_outputs.regex' }, /regular expression does not compile: .*\[/],
     [{ kind: 'grammar', ebnf: 'root ::= (', param: 'structured_outputs.grammar' }, /grammar does not compile: EBNF parser error/],
     [{ kind: 'structural_tag', tag: '{not json', param: 'structured_outputs.structural_tag' }, /structural tag does not compile: .*not JSON/],
+    // What xgrammar would not enforce is refused here too, for every client of the engine protocol.
+    [{ kind: 'json_schema', schema: '{"type": "integer", "multipleOf": 2}', param: 'guided_json' }, /JSON schema does not compile: guided_json: the keyword 'multipleOf' is not enforced by the grammar engine \(at \/multipleOf\)/],
+    [{ kind: 'json_schema', schema: '{"type": "number", "maximum": 1}', param: 'guided_json' }, /'maximum' is not enforced for type number/],
+    [{ kind: 'structural_tag', tag: '{"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {"type": "string", "pattern": "."}}}', param: 'tools' }, /structural tag does not compile: tools: the keyword 'pattern' can match/],
   ] as [Constraint, RegExp][])('a constraint that does not compile is INVALID_REQUEST naming its param (%o)', async (constraint, message) => {
     const err = await run(constraint).then(
       () => null,

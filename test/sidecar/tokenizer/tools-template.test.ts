@@ -2,11 +2,12 @@
 // so the gateway's fallback conversation is rendered (the tools' system block, calls and results as
 // hermes markup); a template that renders tools itself gets them once, never the block as well.
 // --chat-template, the request's chat_template (trusted or not) and chat_template_kwargs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hermesParser } from '../../../src/gateway/tools/hermes.js';
 import { fallbackConversation } from '../../../src/gateway/tools/prompt.js';
 import { EngineError, type ChatMessage, type ToolDefinition } from '../../../src/protocol/engine-client.js';
 import { promptSize } from '../../../src/sidecar/server/input-size.js';
+import { ChatTemplate } from '../../../src/sidecar/tokenizer/chat-template.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 import { GOLDEN_FILES, makeCheckpoint, removeCheckpoints } from './helpers.js';
 
@@ -107,6 +108,25 @@ describe('chat_template_kwargs and the request chat_template', () => {
     expect(trusting.renderChat(messages, { tools, toolFallback: fallback, chatTemplate: TOOL_AWARE })).toContain('<tools>get_weather;</tools>');
     const bad = engineError(() => trusting.encodeChat([{ role: 'user', content: 'hi' }], { chatTemplate: '{% for %}' }));
     expect([bad.code, bad.param]).toEqual(['INVALID_REQUEST', 'chat_template']);
+  });
+});
+
+describe('whether a template renders tools is decided once per template', () => {
+  it('the server template and each request template: one probe (two renders), then one render per request', async () => {
+    const trusting = await loadTokenizerBundle(dir, { trustRequestChatTemplate: true });
+    const render = vi.spyOn(ChatTemplate.prototype, 'render');
+    try {
+      for (const chatTemplate of [undefined, TOOL_AWARE, undefined, TOOL_AWARE]) {
+        trusting.renderChat(messages, { tools, toolFallback: fallback, ...(chatTemplate ? { chatTemplate } : {}) });
+      }
+      // 2 probe renders for the server template, 2 for the request template, then 4 requests.
+      expect(render).toHaveBeenCalledTimes(8);
+      render.mockClear();
+      trusting.renderChat(messages, { tools, toolFallback: fallback, chatTemplate: TOOL_AWARE });
+      expect(render).toHaveBeenCalledTimes(1);
+    } finally {
+      render.mockRestore();
+    }
   });
 });
 

@@ -1,10 +1,10 @@
 // jsonUnsafeConstruct: a JSON Schema pattern may only match characters JSON writes unescaped, because
 // xgrammar writes the match into the JSON string as is (shown on xgrammar itself at the end).
 import { describe, expect, it } from 'vitest';
-import { checkJsonSchema } from '../../src/gateway/json-schema-check.js';
-import { jsonUnsafeConstruct } from '../../src/gateway/json-pattern-check.js';
-import { loadXgrammar } from '../../src/sidecar/grammar/xgrammar.js';
-import { randomSchemas } from '../doubles/random-schemas.js';
+import { jsonUnsafeConstruct } from '../../../src/protocol/json-pattern-check.js';
+import { checkJsonSchema } from '../../../src/protocol/json-schema-check.js';
+import { loadXgrammar } from '../../../src/sidecar/grammar/xgrammar.js';
+import { randomSchemas } from '../../doubles/random-schemas.js';
 
 describe('jsonUnsafeConstruct', () => {
   it.each(['[a-z]{2,8}', '[A-Z][a-z]{1,6}', '[0-9]{3}-[0-9]{4}', '(red|green|blue)', '^\\d+$', '\\w+\\.\\w+', '[^"\\\\\\x00-\\x1f]{0,5}', '[^"\\\\\\u0000-\\u001f,]+', '北京x', '[\\u4e00-\\u9fff]+', 'a\\-b', '[+-]?[0-9]+'])('%s is safe', (pattern) => {

@@ -1,22 +1,22 @@
-// checkJsonSchema (#24 item 4): a schema passes only when xgrammar's converter enforces every keyword in
-// it; otherwise a 400 naming the keyword and its JSON pointer. The last block shows, on xgrammar itself
+// checkJsonSchema (#24 item 4; the sidecar's, so every route gets it): a schema passes only when xgrammar's
+// converter enforces every keyword in it; otherwise INVALID_REQUEST (a 400) naming the keyword and its JSON pointer. The last block shows, on xgrammar itself
 // (the sidecar's build and settings: compact, strict), why the measured refusals and the string rewrite
 // (jsonSafeStrings) exist; it fails when an xgrammar upgrade fixes them, the cue to revisit both.
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/gateway/errors.js';
-import { checkJsonSchema, MAX_SCHEMA_DEPTH } from '../../src/gateway/json-schema-check.js';
-import { jsonSafeStrings } from '../../src/gateway/json-schema-strings.js';
-import { loadXgrammar } from '../../src/sidecar/grammar/xgrammar.js';
-import { randomSchemas } from '../doubles/random-schemas.js';
+import { EngineError } from '../../../src/protocol/engine-client.js';
+import { checkJsonSchema, MAX_SCHEMA_DEPTH } from '../../../src/protocol/json-schema-check.js';
+import { jsonSafeStrings } from '../../../src/sidecar/grammar/schema-strings.js';
+import { loadXgrammar } from '../../../src/sidecar/grammar/xgrammar.js';
+import { randomSchemas } from '../../doubles/random-schemas.js';
 
-function refusal(schema: unknown): ApiError {
+function refusal(schema: unknown): EngineError {
   try {
     checkJsonSchema(schema, 'p');
   } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    expect((e as ApiError).status).toBe(400);
-    expect((e as ApiError).param).toBe('p');
-    return e as ApiError;
+    expect(e).toBeInstanceOf(EngineError);
+    expect((e as EngineError).code).toBe('INVALID_REQUEST'); // the gateway's 400
+    expect((e as EngineError).param).toBe('p');
+    return e as EngineError;
   }
   throw new Error(`accepted: ${JSON.stringify(schema)}`);
 }

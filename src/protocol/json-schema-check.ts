@@ -1,17 +1,20 @@
 // Checks a request's JSON Schema against what the grammar engine (xgrammar's JSON-schema converter,
-// json_schema_converter.cc in xgrammar 0.1.27) actually enforces, before it reaches the sidecar. The
+// json_schema_converter.cc in xgrammar 0.1.27) actually enforces: the contract of a json_schema
+// Constraint. The sidecar's grammar compile applies it to every schema whatever the route
+// (src/sidecar/grammar/source.ts, tool tags included); the gateway applies it too, so that a bad
+// schema is a 400 before anything reaches the engine. The
 // converter logs and skips what it does not support (multipleOf, uniqueItems, not, if/then/else, …),
 // turns a typeless {minLength: 3} into "any value", fuses allOf of several schemas into {} and treats
-// oneOf as anyOf: a client would get output its schema rejects. Each such case is a 400 here naming the
-// keyword and its JSON pointer. Compile errors the converter does report (a bad regex, an unsatisfiable
-// range) still come back from the sidecar as INVALID_REQUEST with the request field as `param`.
+// oneOf as anyOf: a client would get output its schema rejects. Each such case is an INVALID_REQUEST
+// (a 400 from the gateway) naming the keyword and its JSON pointer, with the request field as `param`,
+// as are the compile errors the converter does report (a bad regex, an unsatisfiable range).
 //
 // The walk mirrors the converter's dispatch (VisitSchema): the first of $ref, const, enum, anyOf,
 // allOf, type, object keywords, array keywords picks how a node is compiled, and only that visitor's
 // keywords take effect. Keywords of another instance type are vacuous for the node's type (JSON Schema
 // applies `minLength` to strings only) and are accepted.
 
-import { badRequest } from './errors.js';
+import { EngineError } from './engine-client.js';
 import { jsonUnsafeConstruct } from './json-pattern-check.js';
 
 /** Nesting limit of a schema (objects and arrays of the JSON text), so the walk and the converter stay shallow. */
@@ -78,7 +81,7 @@ class Walk {
   ) {}
 
   fail(pointer: string, message: string): never {
-    throw badRequest(`${this.param}: ${message} (at ${pointer === '' ? '/' : pointer})`, this.param);
+    throw new EngineError('INVALID_REQUEST', `${this.param}: ${message} (at ${pointer === '' ? '/' : pointer})`, this.param);
   }
 
   failKeyword(pointer: string, keyword: string, why: string): never {
@@ -166,7 +169,7 @@ class Walk {
     const t = node.type;
     const list = typeof t === 'string' ? [t] : t;
     if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== 'string' || !(x in TYPE_KEYWORDS)) || new Set(list).size !== list.length) {
-      this.failKeyword(pointer, 'type', `must be one of ${Object.keys(TYPE_KEYWORDS).join(', ')} or a non-empty array of distinct ones`);
+      this.failKeyword(pointer, 'type', `must be one of ${Object.keys(TYPE_KEYWORDS).join(', ')} or a non-empty array of distinct ones, got ${JSON.stringify(node.type).slice(0, 64)}`);
     }
     return list as string[];
   }
@@ -204,7 +207,7 @@ class Walk {
       if (integer && !Number.isSafeInteger(v)) this.failKeyword(pointer, key, 'must be a whole number (within ±2^53) for an integer');
     }
     if (!integer) {
-      // Measured on xgrammar 0.1.27's float ranges (test/gateway/structured-schema-check.test.ts): with
+      // Measured on xgrammar 0.1.27's float ranges (test/sidecar/grammar/schema-check.test.ts): with
       // bounds it lets through "-", "-.5", values past the bounds and exclusive bounds themselves.
       const bound = NUMERIC.find((k) => k in node);
       if (bound) this.failKeyword(pointer, bound, 'is not enforced for type number by the grammar engine (its number ranges let out-of-range and malformed numbers through); use type integer, or no bound');
@@ -302,7 +305,7 @@ function matchesType(value: unknown, type: string): boolean {
 }
 
 /**
- * Throws a 400 (param: `param`, the message naming keyword and JSON pointer) unless `schema` is a JSON
+ * Throws EngineError INVALID_REQUEST (param: `param`, the message naming keyword and JSON pointer) unless `schema` is a JSON
  * Schema whose every keyword the grammar engine enforces.
  */
 export function checkJsonSchema(schema: unknown, param: string): void {
