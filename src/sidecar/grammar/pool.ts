@@ -37,13 +37,13 @@ export interface WorkerData {
   counters: Float64Array;
 }
 
-/** The pool's mask work since start, over all workers; maxBusyMs: the busiest worker's. */
+/** The pool's mask work since start, summed over the workers; busyMsByWorker: each one's busy time. */
 export interface MaskStats {
   workers: number;
   batches: number;
   rows: number;
   busyMs: number;
-  maxBusyMs: number;
+  busyMsByWorker: number[];
   hopMs: number;
 }
 export type WorkerRequest =
@@ -151,12 +151,12 @@ export class GrammarPool {
 
   /** Mask work since start, summed over the workers (./worker.ts keeps the counters). */
   maskStats(): MaskStats {
-    const s: MaskStats = { workers: this.workers.length, batches: 0, rows: 0, busyMs: 0, maxBusyMs: 0, hopMs: 0 };
+    const s: MaskStats = { workers: this.workers.length, batches: 0, rows: 0, busyMs: 0, busyMsByWorker: [], hopMs: 0 };
     for (const { counters: c } of this.workers) {
       s.batches += c[MaskCounter.Batches]!;
       s.rows += c[MaskCounter.Rows]!;
       s.busyMs += c[MaskCounter.BusyMs]!;
-      s.maxBusyMs = Math.max(s.maxBusyMs, c[MaskCounter.BusyMs]!);
+      s.busyMsByWorker.push(c[MaskCounter.BusyMs]!);
       s.hopMs += c[MaskCounter.HopMs]!;
     }
     return s;
