@@ -1,15 +1,20 @@
-// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [OUT.json]`
+// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [--before PREV.json] [--runs UCUC] [OUT.json]`
 // Structured output against free generation in the same run, through the sidecar's in-process path
 // (EngineHost + the grammar pool + the native engine; the embedded default model: ERNIE-4.5-0.3B's
 // shape, formula weights, the test tokenizer padded to the model's 103,424-row vocabulary):
 //  - throughput: N concurrent streams of M tokens each, all unconstrained, then all constrained by a
 //    JSON schema that cannot complete within M tokens (so both runs produce N x M tokens), twice each
-//    alternating (U C U C); output tok/s and the constrained / unconstrained ratio;
+//    alternating (U C U C; --runs names another order, e.g. C alone to profile constrained steps only);
+//    output tok/s and the constrained / unconstrained ratio;
+//  - per run, engine steps and the grammar workers' mask work (GrammarPool.maskStats): per step, the
+//    CPU time of all masks, the busiest worker's share and the time a batch of tokens waited to reach
+//    its worker (flush() to the worker starting on it);
 //  - grammar compile time for the 200 seeded random schemas (test/doubles/random-schemas.ts): cold
 //    (each compiled for the first time) and cached (opened again), as a request sees it (open() to its
 //    first masks written) and the worker's own time.
-// Results go to OUT.json (default bench/results/structured-<device>.json).
-import { mkdir, writeFile } from 'node:fs/promises';
+// Results go to OUT.json (default bench/results/structured-<device>.json); the headline figures of
+// the previous result (PREV.json, default OUT.json) are kept in its `before` field (or its own `before`).
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,7 +41,22 @@ const streams = Number(flag('streams', device === 'cuda' ? '256' : '64'));
 const maxTokens = Number(flag('max-tokens', device === 'cuda' ? '256' : '64'));
 const label = flag('label', '');
 const compileCount = Number(flag('compile-schemas', '200'));
+const order = [...flag('runs', 'UCUC')].map((c) => c === 'C');
 const out = args.find((a, i) => !a.startsWith('--') && (i === 0 || !args[i - 1]!.startsWith('--'))) ?? path.join(here, 'results', `structured-${device}.json`);
+const before = await previous(flag('before', out));
+
+/** The headline figures of an earlier result, or its own `before` when it has one. */
+async function previous(file: string): Promise<unknown> {
+  let prev: Record<string, unknown>;
+  try {
+    prev = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (prev.before !== undefined) return prev.before;
+  const keep = ['date', 'label', 'streams', 'maxTokens', 'grammarWorkers', 'runs', 'unconstrainedTokS', 'constrainedTokS', 'ratio'];
+  return Object.fromEntries(keep.filter((k) => k in prev).map((k) => [k, prev[k]]));
+}
 
 /** Never complete within maxTokens: 200 strings of at least 2 characters. */
 const LONG_SCHEMA = {
@@ -80,32 +100,48 @@ async function one(constraint: Constraint | undefined, seed: number, tokens: num
   for await (const ev of host.stream(req)) if (ev.type === 'delta') for (const c of ev.choices) n += c.tokenIds.length;
   return n;
 }
+const engineSteps = async () => (await host.stats()).iterationTokens?.count ?? 0;
 async function run(constrained: boolean) {
   const constraint: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 'schema' } : undefined;
+  const [steps0, m0] = [await engineSteps(), pool.maskStats()];
   const t0 = performance.now();
   const counts = await Promise.all(Array.from({ length: streams }, (_, i) => one(constraint, i + 1, maxTokens)));
   const seconds = (performance.now() - t0) / 1000;
   const tokens = counts.reduce((a, b) => a + b, 0);
-  return { tokens, seconds, outputTokS: tokens / seconds };
+  const steps = (await engineSteps()) - steps0;
+  const m1 = pool.maskStats();
+  const masks = constrained
+    ? {
+        rows: m1.rows - m0.rows,
+        // per engine step: all workers' mask CPU time; the busiest worker's (the step's floor if the
+        // rows were spread as they were); a batch's delivery wait, averaged over the batches.
+        cpuMsPerStep: (m1.busyMs - m0.busyMs) / steps,
+        busiestWorkerMsPerStep: Math.max(...m1.busyMsByWorker.map((ms, i) => ms - (m0.busyMsByWorker[i] ?? 0))) / steps,
+        usPerRow: (1000 * (m1.busyMs - m0.busyMs)) / (m1.rows - m0.rows),
+        hopMsPerBatch: (m1.hopMs - m0.hopMs) / Math.max(1, m1.batches - m0.batches),
+      }
+    : undefined;
+  return { tokens, seconds, outputTokS: tokens / seconds, steps, msPerStep: (1000 * seconds) / steps, ...(masks ? { masks } : {}) };
 }
 // Warm-up at full width, both ways (CUDA graphs are captured on first use, per batch size and output mode).
-for (const constrained of device === 'cuda' ? [false, true] : []) {
+for (const constrained of device === 'cuda' ? [false, true].filter((c) => order.includes(c)) : []) {
   const c: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 's' } : undefined;
   await Promise.all(Array.from({ length: streams }, (_, i) => one(c, 1000 + i, 16)));
 }
-const runs: { constrained: boolean; tokens: number; seconds: number; outputTokS: number }[] = [];
-for (const constrained of [false, true, false, true]) {
+const runs: ({ constrained: boolean } & Awaited<ReturnType<typeof run>>)[] = [];
+for (const constrained of order) {
   const r = { constrained, ...(await run(constrained)) };
   runs.push(r);
-  console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s`);
+  const m = r.masks ? `; masks per step ${r.masks.cpuMsPerStep.toFixed(2)} ms CPU, busiest worker ${r.masks.busiestWorkerMsPerStep.toFixed(2)} ms, ${r.masks.usPerRow.toFixed(0)} us/row, hop ${r.masks.hopMsPerBatch.toFixed(2)} ms` : '';
+  console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s, ${r.steps} steps of ${r.msPerStep.toFixed(2)} ms${m}`);
 }
-const best = (c: boolean) => Math.max(...runs.filter((r) => r.constrained === c).map((r) => r.outputTokS));
+const best = (c: boolean) => Math.max(0, ...runs.filter((r) => r.constrained === c).map((r) => r.outputTokS));
 const ratio = best(true) / best(false);
 console.log(`[structured] constrained / unconstrained output tok/s (best of 2 each): ${(100 * ratio).toFixed(1)}%`);
 
 // Throughput first on disk (the compile runs below may be cut short by a device call's time limit).
 await mkdir(path.dirname(out), { recursive: true });
-await writeFile(out, JSON.stringify({ bench: 'structured', device, streams, maxTokens, grammarWorkers: workers, runs, unconstrainedTokS: best(false), constrainedTokS: best(true), ratio }, null, 2) + '\n');
+await writeFile(out, JSON.stringify({ bench: 'structured', device, streams, maxTokens, grammarWorkers: workers, runs, unconstrainedTokS: best(false), constrainedTokS: best(true), ratio, before }, null, 2) + '\n');
 
 // 2. compile time, the random schemas: cold, then cached (after the throughput runs, whose own
 // schema is then the only one compiled).
@@ -142,6 +178,7 @@ const result = {
   constrainedTokS: best(true),
   ratio,
   compile: { schemas: compileCount, generator: `test/doubles/random-schemas.ts randomSchemas(1, ${compileCount})`, cold, cached },
+  before,
 };
 await writeFile(out, JSON.stringify(result, null, 2) + '\n');
 console.log(`[structured] wrote ${out}`);

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define EE_CUDA_ABI_VERSION 5
+#define EE_CUDA_ABI_VERSION 6
 
 typedef struct EeCudaModel EeCudaModel;
 
@@ -90,12 +90,18 @@ typedef struct {
   const uint32_t* mask;
 } EeCudaSample;
 
+/* Fills a step's sampling entries, rows of them (zeroed: greedy, no mask), in logits-row order. Called
+ * on the thread running ee_cuda_forward once the step's forward pass is queued on the GPU and before
+ * its sampling, so that the caller waits for what sampling needs (grammar masks) while the GPU runs
+ * the forward; the masks it points to are read before ee_cuda_forward returns. */
+typedef void (*EeCudaSampleFill)(void* ctx, EeCudaSample* sample, int rows);
+
 /* Runs one step. Exactly one of logits / argmax is non-null: logits receives rows * vocab floats
  * (the rows that asked, in slice order); argmax receives one token id per such row, computed on the
- * GPU (only the ids cross PCIe): the first maximum, or, when sample is non-null (one entry per
- * row), a token drawn with those parameters. */
+ * GPU (only the ids cross PCIe): the first maximum, or, when fill is non-null, a token drawn with the
+ * parameters fill writes (one entry per row). */
 int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax,
-                    const EeCudaSample* sample, char* err, int errlen);
+                    EeCudaSampleFill fill, void* fill_ctx, char* err, int errlen);
 /* Copies whole KV blocks (all layers, K and V): copy-on-write after a fork. */
 int ee_cuda_copy_blocks(EeCudaModel* m, const int32_t* src, const int32_t* dst, int n, char* err, int errlen);
 /* Steps served by a CUDA graph and eagerly since load, and graphs captured since load (at startup

@@ -123,6 +123,7 @@ struct EeCudaModel {
   unsigned long long* argmax_keys = nullptr;
   eec::SampleParams *sample_d = nullptr, *sample_h = nullptr;  // [cap_r] per-row sampling parameters
   uint32_t *mask_d = nullptr, *mask_h = nullptr;               // [cap_r, ceil(V / 32)] grammar masks
+  std::vector<EeCudaSample> sample_fill;                       // [R] a sampled step's rows, as the caller fills them
   float *logits_d = nullptr, *logits_h = nullptr;
   int cap_pairs = 0;
 
@@ -173,7 +174,8 @@ struct EeCudaModel {
   // Attention grids: dec_tiles one-row tiles first (key partitions of part_keys, np of them), then
   // pre_tiles prefill tiles (one partition each); the step's own counts (cur.counts, on the device)
   // may be smaller (graphs).
-  // out: what the logit rows become (logits, argmax ids, or ids sampled with sample_d's parameters).
+  // out: what the logit rows become (logits, argmax ids, or, kSample, left in ylog for eec::sample: the
+  // step launches that after the forward, once the caller has supplied the rows' parameters and masks).
   enum class Out { kLogits = 0, kArgmax = 1, kSample = 2 };
   void run(int T, int R, int dec_tiles, int pre_tiles, int part_keys, int np, Out mode);
 };
@@ -186,8 +188,9 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d);
 void destroy_model(EeCudaModel* m);
 
 // model_step.cu: one step of n slices.
-// sampling: per logit row, or null (argmax when argmax_out is given).
-void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out,
-             const EeCudaSample* sampling);
+// fill: writes the sampling entries (one per logit row) once the forward is queued, or null (argmax
+// when argmax_out is given).
+void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out, EeCudaSampleFill fill,
+             void* fill_ctx);
 
 }  // namespace eec

@@ -74,11 +74,11 @@ int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out) {
 }
 
 int ee_cuda_forward(EeCudaModel* m, const EeCudaSlice* slices, int n, float* logits, int32_t* argmax,
-                    const EeCudaSample* sample, char* err, int errlen) {
+                    EeCudaSampleFill fill, void* fill_ctx, char* err, int errlen) {
   try {
     if ((logits == nullptr) == (argmax == nullptr)) throw std::runtime_error("exactly one of logits / argmax");
-    if (sample && !argmax) throw std::runtime_error("sampling writes ids: pass argmax");
-    eec::forward(*m, slices, n, logits, argmax, sample);
+    if (fill && !argmax) throw std::runtime_error("sampling writes ids: pass argmax");
+    eec::forward(*m, slices, n, logits, argmax, fill, fill_ctx);
     return 0;
   } catch (const std::exception& e) {
     set_err(err, errlen, std::string("CUDA forward: ") + e.what());

@@ -59,9 +59,9 @@ void EeCudaModel::run(int T, int R, int dec_tiles, int pre_tiles, int part_keys,
   }
   if (R == 0) return;
   op("lm_head", [&] { gemm(lm_head, V, H, act, PR, ylog, false); });
+  if (mode == Out::kSample) return;  // sampled by the step after its parameters arrive (model_step.cu)
   op("logits", [&] {
-    if (mode == Out::kSample) eec::sample(ylog, R, V, planes, sample_d, mask_d, argmax_d, st);
-    else if (mode == Out::kArgmax) eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
+    if (mode == Out::kArgmax) eec::logits_argmax(ylog, R, V, planes, argmax_keys, argmax_d, st);
     else eec::logits_sum(ylog, R, V, planes, logits_d, st);
   });
   CK(cudaGetLastError());

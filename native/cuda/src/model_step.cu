@@ -1,6 +1,7 @@
 // One step of the model (eec::forward): the step's metadata packed for its rows and uploaded in
 // one copy, then its graph replayed or its forward run eagerly, then the logits or token ids
-// copied back.
+// copied back. A sampled step asks for its rows' parameters (and grammar masks) only once the forward
+// is queued: the caller's wait for masks overlaps the GPU's forward; the sampling kernel follows.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,11 +10,11 @@
 
 namespace eec {
 
-void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out,
-             const EeCudaSample* sampling) {
+void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t* argmax_out, EeCudaSampleFill fill,
+             void* fill_ctx) {
   const auto t_host = Clock::now();
   const bool want_argmax = argmax_out != nullptr;
-  const auto mode = sampling      ? EeCudaModel::Out::kSample
+  const auto mode = fill          ? EeCudaModel::Out::kSample
                     : want_argmax ? EeCudaModel::Out::kArgmax
                                   : EeCudaModel::Out::kLogits;
   int T = 0, R = 0, BT = 0, max_ctx = 0;
@@ -113,31 +114,6 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   counts[0] = dec_tiles;
   counts[1] = pre_tiles;
   m.cur = EeCudaModel::row_meta(m.meta, S, SR);
-  if (sampling) {  // padded graph rows sample greedily (their ids are never read)
-    const size_t W = size_t(m.mask_words());
-    int mask_rows = 0;  // rows [0, mask_rows) are uploaded: up to the last masked one
-    for (int i = 0; i < SR; ++i) {
-      eec::SampleParams& p = m.sample_h[i];
-      p = eec::SampleParams{};
-      if (i < R) {
-        p.temperature = sampling[i].temperature;
-        p.top_p = sampling[i].top_p;
-        p.min_p = sampling[i].min_p;
-        p.u = sampling[i].u;
-        p.top_k = sampling[i].top_k;
-        p.n_ban = std::min(std::max(sampling[i].n_ban, 0), EE_CUDA_MAX_BANS);
-        for (int b = 0; b < p.n_ban; ++b) p.ban[b] = sampling[i].ban[b];
-        if (sampling[i].mask) {
-          p.masked = 1;
-          std::memcpy(m.mask_h + size_t(i) * W, sampling[i].mask, sizeof(uint32_t) * W);
-          mask_rows = i + 1;
-        }
-      }
-    }
-    CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(SR), cudaMemcpyHostToDevice, m.st));
-    if (mask_rows > 0)
-      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice, m.st));
-  }
   CK(cudaMemcpyAsync(m.meta, m.meta_h, sizeof(int32_t) * size_t(EeCudaModel::meta_len(S, SR, bt_at + 1)),
                      cudaMemcpyHostToDevice, m.st));
 
@@ -155,6 +131,38 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   } else {
     m.run(T, R, dec_tiles, pre_tiles, part_keys, np, mode);
     ++m.eager_steps;
+  }
+  if (fill && R > 0) {  // RR >= R rows sampled; padded graph rows sample greedily (their ids are never read)
+    std::vector<EeCudaSample>& sampling = m.sample_fill;
+    sampling.assign(size_t(R), EeCudaSample{});
+    fill(fill_ctx, sampling.data(), R);
+    const size_t W = size_t(m.mask_words());
+    int mask_rows = 0;  // rows [0, mask_rows) are uploaded: up to the last masked one
+    for (int i = 0; i < RR; ++i) {
+      eec::SampleParams& p = m.sample_h[i];
+      p = eec::SampleParams{};
+      if (i < R) {
+        p.temperature = sampling[size_t(i)].temperature;
+        p.top_p = sampling[size_t(i)].top_p;
+        p.min_p = sampling[size_t(i)].min_p;
+        p.u = sampling[size_t(i)].u;
+        p.top_k = sampling[size_t(i)].top_k;
+        p.n_ban = std::min(std::max(sampling[size_t(i)].n_ban, 0), EE_CUDA_MAX_BANS);
+        for (int b = 0; b < p.n_ban; ++b) p.ban[b] = sampling[size_t(i)].ban[b];
+        if (sampling[size_t(i)].mask) {
+          p.masked = 1;
+          std::memcpy(m.mask_h + size_t(i) * W, sampling[size_t(i)].mask, sizeof(uint32_t) * W);
+          mask_rows = i + 1;
+        }
+      }
+    }
+    CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(RR), cudaMemcpyHostToDevice, m.st));
+    if (mask_rows > 0)
+      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice, m.st));
+    if (m.prof.ops) m.prof.begin(m.st);
+    eec::sample(m.ylog, RR, m.V, m.planes, m.sample_d, m.mask_d, m.argmax_d, m.st);
+    if (m.prof.ops) m.prof.end(m.st, "logits." + m.shape);
+    CK(cudaGetLastError());
   }
   const auto t_launched = Clock::now();
   m.prof.step_end(m.st);

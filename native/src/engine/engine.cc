@@ -335,8 +335,8 @@ void Engine::step(std::vector<StepOutput>& out) {
   if (any_all_rows) greedy_only = device_only = false;  // the prompt rows' logits come to the host
   std::vector<float>& logits = logits_;                 // reused: 64 rows of a 103k vocabulary are 26 MB per step
   std::vector<int32_t> argmax;
-  // Grammar masks: on the host path waited for after the forward pass, which their computation
-  // overlapped; on the device path before it (the device sampler needs them at launch).
+  // Grammar masks: waited for after the forward pass is queued (device path: in the runner's fill
+  // call, before the sampling kernel; host path: after the forward), so their computation overlaps it.
   std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
   std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
   auto await_masks = [&] {
@@ -346,29 +346,31 @@ void Engine::step(std::vector<StepOutput>& out) {
   auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
-    await_masks();
-    std::vector<DeviceSampling> params(static_cast<size_t>(rows));
-    for (size_t i = 0; i < so.seqs.size(); ++i) {
-      if (row_of[i] < 0) continue;
-      Sequence& s = *so.seqs[i].seq;
-      if (plain_greedy(s)) continue;  // temperature 0, nothing banned: argmax on the device
-      const RequestSpec& r = *s.req;
-      DeviceSampling& p = params[size_t(row_of[i])];
-      p.temperature = r.temperature;
-      p.top_p = r.top_p;
-      p.min_p = r.min_p;
-      p.top_k = r.top_k;
-      // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
-      // (greedy draws none there either).
-      p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
-      if (r.bans_stops(s.num_output()) &&
-          (!masks[i] || Sampler::allows_non_stop(masks[i], runner_->config().vocab_size, r.stop_token_ids))) {
-        p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
-        std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
+    const auto fill = [&](std::vector<DeviceSampling>& params) {
+      ENGINE_ASSERT(params.size() == size_t(rows));
+      await_masks();
+      for (size_t i = 0; i < so.seqs.size(); ++i) {
+        if (row_of[i] < 0) continue;
+        Sequence& s = *so.seqs[i].seq;
+        if (plain_greedy(s)) continue;  // temperature 0, nothing banned: argmax on the device
+        const RequestSpec& r = *s.req;
+        DeviceSampling& p = params[size_t(row_of[i])];
+        p.temperature = r.temperature;
+        p.top_p = r.top_p;
+        p.min_p = r.min_p;
+        p.top_k = r.top_k;
+        // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
+        // (greedy draws none there either).
+        p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
+        if (r.bans_stops(s.num_output()) &&
+            (!masks[i] || Sampler::allows_non_stop(masks[i], runner_->config().vocab_size, r.stop_token_ids))) {
+          p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
+          std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
+        }
+        p.mask = masks[i];  // null for a row whose wait ended it (aborted, failed): its token is dropped
       }
-      p.mask = masks[i];  // null for a row whose wait ended it (aborted, failed): its token is dropped
-    }
-    st = runner_->forward_sample(slices, params, argmax);
+    };
+    st = runner_->forward_sample(slices, fill, argmax);
   } else if (st.is_ok()) {
     st = greedy_only ? runner_->forward_argmax(slices, argmax) : runner_->forward(slices, logits);
   }
@@ -458,6 +460,8 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
   // NOTE: the worker publishes a row with a release store to ready (Atomics.store); this acquire
   // load orders the row's words before their use. Spin a little (the row is usually there: it was
   // computed during the forward pass), then sleep in short waits that an abort or stop cuts short.
+  // The waits are short because a step's sampling waits on its last row: each wait's overshoot is
+  // that step's loss (a worker cannot wake this thread: Atomics.notify reaches only JS waiters).
   for (int spin = 0;; ++spin) {
     const int32_t v = __atomic_load_n(ready, __ATOMIC_ACQUIRE);
     if (v == want) {
@@ -471,7 +475,7 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (abort_pending(r.id)) return MaskWait::kAborted;
-    cv_.wait_for(lock, std::chrono::microseconds(100));
+    cv_.wait_for(lock, std::chrono::microseconds(20));
     if (abort_pending(r.id)) return MaskWait::kAborted;
   }
 }

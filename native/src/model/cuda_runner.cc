@@ -21,7 +21,7 @@ struct CudaLib {
   EeCudaModel* (*create)(const EeCudaModelDesc*, char*, int);
   void (*destroy)(EeCudaModel*);
   int (*info)(EeCudaModel*, EeCudaInfo*);
-  int (*forward)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*, char*, int);
+  int (*forward)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, EeCudaSampleFill, void*, char*, int);
   int (*copy_blocks)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int);
   void (*graph_stats)(EeCudaModel*, uint64_t*, uint64_t*, uint64_t*);
 };
@@ -50,7 +50,7 @@ Result<const CudaLib*> open_lib(const std::string& path) {
   l.create = reinterpret_cast<EeCudaModel* (*)(const EeCudaModelDesc*, char*, int)>(sym("ee_cuda_create"));
   l.destroy = reinterpret_cast<void (*)(EeCudaModel*)>(sym("ee_cuda_destroy"));
   l.info = reinterpret_cast<int (*)(EeCudaModel*, EeCudaInfo*)>(sym("ee_cuda_info"));
-  l.forward = reinterpret_cast<int (*)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, const EeCudaSample*,
+  l.forward = reinterpret_cast<int (*)(EeCudaModel*, const EeCudaSlice*, int, float*, int32_t*, EeCudaSampleFill, void*,
                                        char*, int)>(sym("ee_cuda_forward"));
   l.copy_blocks = reinterpret_cast<int (*)(EeCudaModel*, const int32_t*, const int32_t*, int, char*, int)>(
       sym("ee_cuda_copy_blocks"));
@@ -83,21 +83,28 @@ class CudaModelRunner : public IModelRunner {
     return run(batch, nullptr, tokens.empty() ? &dummy : tokens.data());
   }
   bool has_device_sampling() const override { return true; }
-  Status forward_sample(const std::vector<SeqSlice>& batch, const std::vector<DeviceSampling>& params,
+  Status forward_sample(const std::vector<SeqSlice>& batch, const SamplingFill& params,
                         std::vector<int32_t>& tokens) override {
     if (Status st = validate_batch(cfg_, info_.num_blocks, block_size_, batch); !st.is_ok()) return st;
     tokens.resize(size_t(rows(batch)));
-    if (params.size() != tokens.size()) return Status::error("forward_sample: one sampling entry per logits row");
-    std::vector<EeCudaSample> sp;
-    sp.reserve(params.size());
     static_assert(DeviceSampling::kMaxBans == EE_CUDA_MAX_BANS, "one ban list size on both sides of the ABI");
-    for (const DeviceSampling& p : params) {
-      EeCudaSample s{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}, p.mask};
-      std::copy(p.ban, p.ban + DeviceSampling::kMaxBans, s.ban);
-      sp.push_back(s);
-    }
+    // Called by the library on this thread, between the forward's launch and the sampling kernel's.
+    struct Fill {
+      const SamplingFill* params;
+      std::vector<DeviceSampling> rows;
+    } ctx{&params, {}};
+    const EeCudaSampleFill fill = [](void* c, EeCudaSample* out, int n) {
+      Fill& f = *static_cast<Fill*>(c);
+      f.rows.assign(size_t(n), DeviceSampling{});
+      (*f.params)(f.rows);
+      for (int i = 0; i < n; ++i) {
+        const DeviceSampling& p = f.rows[size_t(i)];
+        out[i] = EeCudaSample{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}, p.mask};
+        std::copy(p.ban, p.ban + DeviceSampling::kMaxBans, out[i].ban);
+      }
+    };
     int32_t dummy;
-    return run(batch, nullptr, tokens.empty() ? &dummy : tokens.data(), sp.empty() ? nullptr : sp.data());
+    return run(batch, nullptr, tokens.empty() ? &dummy : tokens.data(), fill, &ctx);
   }
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override {
     if (src_dst.empty()) return Status::ok();
@@ -131,13 +138,15 @@ class CudaModelRunner : public IModelRunner {
     for (const SeqSlice& s : batch) r += s.logits == SeqSlice::kAll ? s.n_tokens : s.logits == SeqSlice::kLast ? 1 : 0;
     return r;
   }
-  Status run(const std::vector<SeqSlice>& batch, float* logits, int32_t* argmax, const EeCudaSample* sample = nullptr) {
+  Status run(const std::vector<SeqSlice>& batch, float* logits, int32_t* argmax, EeCudaSampleFill fill = nullptr,
+             void* fill_ctx = nullptr) {
     std::vector<EeCudaSlice> s;
     s.reserve(batch.size());
     for (const SeqSlice& b : batch)
       s.push_back({b.tokens, b.n_tokens, b.start_pos, b.block_table, b.n_blocks, int(b.logits)});
     char err[kErr] = {0};
-    if (lib_->forward(m_, s.data(), int(s.size()), logits, argmax, sample, err, kErr) != 0) return Status::error(err);
+    if (lib_->forward(m_, s.data(), int(s.size()), logits, argmax, fill, fill_ctx, err, kErr) != 0)
+      return Status::error(err);
     return Status::ok();
   }
 

@@ -8,8 +8,7 @@ Status IModelRunner::forward_argmax(const std::vector<SeqSlice>&, std::vector<in
   return Status::error("this backend has no device argmax");
 }
 
-Status IModelRunner::forward_sample(const std::vector<SeqSlice>&, const std::vector<DeviceSampling>&,
-                                    std::vector<int32_t>&) {
+Status IModelRunner::forward_sample(const std::vector<SeqSlice>&, const SamplingFill&, std::vector<int32_t>&) {
   return Status::error("this backend has no device sampling");
 }
 

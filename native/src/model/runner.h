@@ -4,6 +4,7 @@
 // CudaModelRunner (libernie_cuda.so, loaded at run time; cuda_runner.h). Only these touch tensors.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -45,9 +46,12 @@ class IModelRunner {
   // logits are (only the ids cross to the host). Only when has_device_argmax().
   virtual bool has_device_argmax() const { return false; }
   virtual Status forward_argmax(const std::vector<SeqSlice>& batch, std::vector<int32_t>& tokens);
-  // Sampled ids, one per logits row (params in the same order). Only when has_device_sampling().
+  // Sampled ids, one per logits row. Only when has_device_sampling(). params is called once per
+  // step with one entry per logits row (in row order) to fill, after the forward pass is queued on
+  // the device and before its sampling: what it waits for (grammar masks) overlaps the forward.
+  using SamplingFill = std::function<void(std::vector<DeviceSampling>& params)>;
   virtual bool has_device_sampling() const { return false; }
-  virtual Status forward_sample(const std::vector<SeqSlice>& batch, const std::vector<DeviceSampling>& params,
+  virtual Status forward_sample(const std::vector<SeqSlice>& batch, const SamplingFill& params,
                                 std::vector<int32_t>& tokens);
   // Takes the per-step scratch a step of max_tokens tokens needs, now (called at load), so that the
   // memory steps use is in RSS when the server is ready rather than grown into under load. A runner

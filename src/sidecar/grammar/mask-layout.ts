@@ -24,3 +24,15 @@ export function allocateMasks(n: number, words: number): Int32Array {
 export function maskRow(buf: Int32Array, n: number, words: number, index: number): Int32Array {
   return buf.subarray(n + index * words, n + (index + 1) * words);
 }
+
+/**
+ * A grammar worker's step counters: Float64 slots of a SharedArrayBuffer the worker alone writes and
+ * the pool reads (GrammarPool.maskStats), so measuring costs no message.
+ */
+export const enum MaskCounter {
+  Batches, // 'tokens' messages handled (one per engine step that had tokens for this worker)
+  Rows, // tokens accepted and masks written
+  BusyMs, // time spent accepting tokens and writing masks
+  HopMs, // time from flush() posting a batch to the worker starting on it (queueing + delivery)
+  Length,
+}

@@ -8,14 +8,16 @@
 //    sends each worker one message with all of its tokens. The worker accepts each token and writes the
 //    choice's next mask while the engine runs the next forward pass; the step thread waits for a row only
 //    at sampling (native/src/engine/engine.cc, await_mask);
-//  - a request is pinned to the worker that has its grammar cached (else the one with the fewest
-//    requests), so a cold compile holds only the requests pinned to that worker.
+//  - a request is pinned to the worker with the fewest constrained rows (choices), where a worker
+//    that has the grammar cached wins a tie: every row's mask is computed once per step, so rows are
+//    spread evenly (a batch of requests sharing one schema on one worker would compute all its masks
+//    there, one after another, while the engine waits); each worker compiles a shared grammar once.
 // A worker that reports a rejected token (failed) or dies ends its requests through onFailed.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { EngineError, type Constraint } from '../../protocol/engine-client.js';
-import { allocateMasks, maskWords } from './mask-layout.js';
+import { allocateMasks, MaskCounter, maskWords } from './mask-layout.js';
 import { grammarSource, sourceKey, type GrammarSource } from './source.js';
 import type { GrammarVocab } from './vocab.js';
 
@@ -31,10 +33,22 @@ const DESCRIBE: Record<Constraint['kind'], string> = {
 export interface WorkerData {
   vocab: GrammarVocab;
   cacheSize: number;
+  /** The worker's step counters (MaskCounter), written by it only. */
+  counters: Float64Array;
+}
+
+/** The pool's mask work since start, summed over the workers; busyMsByWorker: each one's busy time. */
+export interface MaskStats {
+  workers: number;
+  batches: number;
+  rows: number;
+  busyMs: number;
+  busyMsByWorker: number[];
+  hopMs: number;
 }
 export type WorkerRequest =
   | { op: 'open'; key: number; source: GrammarSource; n: number; stopIds: number[]; buf: Int32Array }
-  | { op: 'tokens'; items: Int32Array } // (key, choice, token) triples
+  | { op: 'tokens'; items: Int32Array; sentAt: number } // (key, choice, token) triples; sentAt: epoch ms
   | { op: 'close'; key: number };
 export type WorkerReply =
   | { op: 'ready' }
@@ -61,9 +75,11 @@ export interface GrammarSession {
 
 interface PoolWorker {
   worker: Worker;
-  sessions: Set<number>;
+  sessions: Map<number, number>; // session key → its rows (choices)
+  rows: number; // the sum of sessions' rows: the mask work per step
   keys: Set<string>; // sources it compiled (approximately its cache: it may have evicted some)
   tokens: number[];
+  counters: Float64Array;
   opening: Map<number, { resolve: (r: WorkerReply & { op: 'opened' }) => void; reject: (e: Error) => void }>;
 }
 
@@ -96,13 +112,14 @@ export class GrammarPool {
     if (this.closed) throw new EngineError('NOT_READY', 'the grammar engine is shutting down');
     const source = grammarSource(constraint);
     const skey = sourceKey(source);
-    const w = this.workers.find((x) => x.keys.has(skey)) ?? this.leastLoaded();
+    const w = this.pick(skey);
     const key = this.nextKey++;
     const words = maskWords(this.opts.vocab.vocabSize);
     const buf = allocateMasks(n, words);
     const reply = await new Promise<WorkerReply & { op: 'opened' }>((resolve, reject) => {
       w.opening.set(key, { resolve, reject });
-      w.sessions.add(key);
+      w.sessions.set(key, n);
+      w.rows += n;
       this.byKey.set(key, w);
       this.post(w, { op: 'open', key, source, n, stopIds: [...stopIds], buf });
     }).finally(() => w.opening.delete(key));
@@ -127,8 +144,22 @@ export class GrammarPool {
       if (w.tokens.length === 0) continue;
       const items = Int32Array.from(w.tokens);
       w.tokens.length = 0;
-      w.worker.postMessage({ op: 'tokens', items } satisfies WorkerRequest, [items.buffer]);
+      const sentAt = performance.timeOrigin + performance.now();
+      w.worker.postMessage({ op: 'tokens', items, sentAt } satisfies WorkerRequest, [items.buffer]);
     }
+  }
+
+  /** Mask work since start, summed over the workers (./worker.ts keeps the counters). */
+  maskStats(): MaskStats {
+    const s: MaskStats = { workers: this.workers.length, batches: 0, rows: 0, busyMs: 0, busyMsByWorker: [], hopMs: 0 };
+    for (const { counters: c } of this.workers) {
+      s.batches += c[MaskCounter.Batches]!;
+      s.rows += c[MaskCounter.Rows]!;
+      s.busyMs += c[MaskCounter.BusyMs]!;
+      s.busyMsByWorker.push(c[MaskCounter.BusyMs]!);
+      s.hopMs += c[MaskCounter.HopMs]!;
+    }
+    return s;
   }
 
   /** The request ended: its matchers are freed (the engine no longer waits on its masks). */
@@ -146,13 +177,19 @@ export class GrammarPool {
   }
 
   private forget(key: number): void {
-    this.byKey.get(key)?.sessions.delete(key);
+    const w = this.byKey.get(key);
+    if (w) {
+      w.rows -= w.sessions.get(key) ?? 0;
+      w.sessions.delete(key);
+    }
     this.byKey.delete(key);
   }
 
-  private leastLoaded(): PoolWorker {
+  /** The worker with the fewest rows; among those, one that has the source compiled. */
+  private pick(skey: string): PoolWorker {
     let best = this.workers[0]!;
-    for (const w of this.workers) if (w.sessions.size < best.sessions.size) best = w;
+    for (const w of this.workers)
+      if (w.rows < best.rows || (w.rows === best.rows && w.keys.has(skey) && !best.keys.has(skey))) best = w;
     return best;
   }
 
@@ -161,9 +198,10 @@ export class GrammarPool {
   }
 
   private spawn(): Promise<void> {
-    const data: WorkerData = { vocab: this.opts.vocab, cacheSize: this.opts.cacheSize };
+    const counters = new Float64Array(new SharedArrayBuffer(8 * MaskCounter.Length));
+    const data: WorkerData = { vocab: this.opts.vocab, cacheSize: this.opts.cacheSize, counters };
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...data, entry: ENTRY, tsx: TSX } });
-    const w: PoolWorker = { worker, sessions: new Set(), keys: new Set(), tokens: [], opening: new Map() };
+    const w: PoolWorker = { worker, sessions: new Map(), rows: 0, keys: new Set(), tokens: [], counters, opening: new Map() };
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       worker.on('message', (r: WorkerReply) => {
@@ -192,7 +230,7 @@ export class GrammarPool {
     if (i < 0) return;
     this.workers.splice(i, 1);
     for (const [, p] of w.opening) p.reject(new EngineError('INTERNAL', message));
-    for (const key of [...w.sessions]) {
+    for (const key of [...w.sessions.keys()]) {
       this.forget(key);
       this.onFailed(key, -1, message);
     }

@@ -8,7 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CompiledGrammar as Compiled, GrammarMatcher as Matcher } from '@mlc-ai/web-xgrammar';
 import { Lru } from './lru.js';
-import { MASK_FAILED } from './mask-layout.js';
+import { MASK_FAILED, MaskCounter } from './mask-layout.js';
 import type { WorkerData, WorkerReply, WorkerRequest } from './pool.js';
 import { lowerSource } from './compile-lowering.js';
 import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
@@ -111,6 +111,9 @@ async function handle(msg: WorkerRequest): Promise<void> {
     }
     case 'tokens': {
       const t = msg.items;
+      const c = data.counters;
+      const t0 = performance.now();
+      c[MaskCounter.HopMs]! += performance.timeOrigin + t0 - msg.sentAt;
       for (let j = 0; j + 2 < t.length; j += 3) {
         const key = t[j]!;
         const s = sessions.get(key);
@@ -126,7 +129,10 @@ async function handle(msg: WorkerRequest): Promise<void> {
         s.counts[i]!++;
         utf8.accept(s.utf8[i]!, token);
         await publish(s, i);
+        c[MaskCounter.Rows]!++;
       }
+      c[MaskCounter.Batches]!++;
+      c[MaskCounter.BusyMs]! += performance.now() - t0;
       return;
     }
     case 'close': {

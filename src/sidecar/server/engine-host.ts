@@ -374,19 +374,24 @@ export class EngineHost implements EngineClient, PushBackend {
       if (g) g.push(o);
       else groups.set(o.id, [o]);
     }
+    // The constrained choices' tokens go to the grammar workers first: their next masks are computed
+    // while the engine runs its next forward pass and this thread detokenizes the step.
+    if (this.grammars.size > 0) {
+      for (const [num, outs] of groups) {
+        const grammar = this.byNum.has(num) ? this.grammars.get(num) : undefined;
+        if (grammar) for (const o of outs) if (o.finish === Finish.None && o.tokens.length > 0) this.opts.grammar!.accept(grammar.key, o.index, o.tokens);
+      }
+      this.opts.grammar!.flush();
+    }
     for (const [num, outs] of groups) {
       const live = this.byNum.get(num);
       if (!live) continue;
-      const grammar = this.grammars.get(num);
-      if (grammar) for (const o of outs) if (o.finish === Finish.None && o.tokens.length > 0) this.opts.grammar!.accept(grammar.key, o.index, o.tokens);
       const first = live.firstTokenAt === null;
       live.apply(outs, now);
       if (first && live.firstTokenAt !== null && this.opts.tracer) this.traceFirstToken(live.init.id, now);
       if (live.done) this.remove(live);
       else if (!live.paused && live.windowFull) this.setPaused(live, true);
     }
-    // The constrained choices' next masks are computed while the engine runs its next forward pass.
-    this.opts.grammar?.flush();
   }
 
   /** A request's grammar failed (a rejected token, or its worker died): it alone ends, with INTERNAL (not a dead engine). */

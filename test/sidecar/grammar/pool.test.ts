@@ -1,0 +1,78 @@
+// The grammar pool's placement and step counters, on real workers (xgrammar) with the test tokenizer:
+//  - requests sharing one schema are spread over the workers by constrained rows (a cached worker wins
+//    only a tie), so a batch of identical requests does not compute all its masks on one worker;
+//  - a batch of tokens handed over by flush() is counted (rows, batches, busy time), read from shared
+//    memory without a message.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Constraint } from '../../../src/protocol/engine-client.js';
+import { GrammarPool, type GrammarSession } from '../../../src/sidecar/grammar/pool.js';
+import { grammarVocab } from '../../../src/sidecar/grammar/vocab.js';
+import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
+import { TOKENIZER_DIR } from '../server/helpers.js';
+
+let pool: GrammarPool;
+let bundle: TokenizerBundle;
+const VOCAB = 3072;
+
+beforeAll(async () => {
+  bundle = await loadTokenizerBundle(TOKENIZER_DIR, { maxModelLen: 1024 });
+  pool = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, VOCAB, bundle.eosIds), workers: 2, cacheSize: 16 });
+});
+afterAll(async () => {
+  await pool?.stop();
+});
+
+const schema = (tag: string): Constraint => ({
+  kind: 'json_schema',
+  schema: JSON.stringify({ type: 'object', properties: { [tag]: { type: 'string' } }, required: [tag] }),
+  param: 'schema',
+});
+
+/** The first token choice `index`'s published mask allows. */
+function allowed(s: GrammarSession, n: number, index: number): number {
+  for (let w = 0; w < s.maskWords; w++) {
+    const x = s.buf[n + index * s.maskWords + w]!;
+    if (x !== 0) return w * 32 + (31 - Math.clz32(x & -x));
+  }
+  throw new Error('no token allowed');
+}
+
+describe('GrammarPool', () => {
+  it('spreads requests sharing a schema over the workers; a cached worker wins only a tie', async () => {
+    const c = schema('spread');
+    const a = await pool.open(c, 1, bundle.eosIds);
+    const b = await pool.open(c, 1, bundle.eosIds); // the other worker: it compiles the schema too
+    const third = await pool.open(c, 1, bundle.eosIds); // a tie of one row each: both have it cached
+    expect([a.cached, b.cached, third.cached]).toEqual([false, false, true]);
+    const wide = await pool.open(schema('wide'), 3, bundle.eosIds); // the worker with one row takes 3 more
+    const next = await pool.open(c, 1, bundle.eosIds); // 2 rows against 4: the first worker, cached
+    expect(next.cached).toBe(true);
+    for (const s of [a, b, third, wide, next]) pool.close(s.key);
+  });
+
+  it('counts each flushed batch once its masks are published', async () => {
+    // One worker: its messages are handled in order, so a later open() returning means the batch is done.
+    const one = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, VOCAB, bundle.eosIds), workers: 1, cacheSize: 4 });
+    const before = one.maskStats();
+    expect(before).toEqual({ workers: 1, batches: 0, rows: 0, busyMs: 0, busyMsByWorker: [0], hopMs: 0 });
+    const s = await one.open(schema('count'), 2, bundle.eosIds);
+    const tokens = [allowed(s, 2, 0), allowed(s, 2, 1)];
+    one.accept(s.key, 0, [tokens[0]!]);
+    one.accept(s.key, 1, [tokens[1]!]);
+    one.flush();
+    for (const i of [0, 1]) {
+      // ready[i] moves from 0 (the first mask) to 1: the engine's own wait, here on the test's thread.
+      while (Atomics.load(s.buf, i) === 0) Atomics.wait(s.buf, i, 0, 1000);
+      expect(Atomics.load(s.buf, i)).toBe(1);
+    }
+    one.close((await one.open(schema('count'), 1, bundle.eosIds)).key);
+    const after = one.maskStats();
+    expect(after.rows).toBe(2);
+    expect(after.batches).toBe(1);
+    expect(after.busyMs).toBeGreaterThan(0);
+    expect(after.busyMsByWorker).toEqual([after.busyMs]);
+    expect(after.hopMs).toBeGreaterThanOrEqual(0);
+    one.close(s.key);
+    await one.stop();
+  });
+});
