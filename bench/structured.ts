@@ -1,7 +1,9 @@
-// `npm run bench:structured -- [--device cpu|cuda] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [--before PREV.json] [--runs UCUC] [OUT.json]`
+// `npm run bench:structured -- [--device cpu|cuda] [--vocab test|full] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [--before PREV.json] [--runs UCUC] [OUT.json]`
 // Structured output against free generation in the same run, through the sidecar's in-process path
 // (EngineHost + the grammar pool + the native engine; the embedded default model: ERNIE-4.5-0.3B's
-// shape, formula weights, the test tokenizer padded to the model's 103,424-row vocabulary):
+// shape, formula weights; --vocab test: the 3,000-piece test tokenizer, its ids past 3,000 never allowed
+// under a grammar; --vocab full (the default): that tokenizer grown to the model's 103,424 rows with
+// synthetic pieces, ./structured-vocab.ts, so masks are classified over a real vocabulary's size):
 //  - throughput: N concurrent streams of M tokens each, all unconstrained, then all constrained by a
 //    JSON schema that cannot complete within M tokens (so both runs produce N x M tokens), twice each
 //    alternating (U C U C; --runs names another order, e.g. C alone to profile constrained steps only);
@@ -29,6 +31,7 @@ import { createNativeEngine } from '../src/sidecar/native.js';
 import { EngineHost } from '../src/sidecar/server/engine-host.js';
 import { loadTokenizerBundle } from '../src/sidecar/tokenizer/index.js';
 import { randomSchemas } from '../test/doubles/random-schemas.js';
+import { fullVocabDir } from './structured-vocab.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -41,6 +44,8 @@ const streams = Number(flag('streams', device === 'cuda' ? '256' : '64'));
 const maxTokens = Number(flag('max-tokens', device === 'cuda' ? '256' : '64'));
 const label = flag('label', '');
 const compileCount = Number(flag('compile-schemas', '200'));
+const vocabKind = flag('vocab', 'full');
+if (vocabKind !== 'full' && vocabKind !== 'test') throw new Error('--vocab: full or test');
 const order = [...flag('runs', 'UCUC')].map((c) => c === 'C');
 const out = args.find((a, i) => !a.startsWith('--') && (i === 0 || !args[i - 1]!.startsWith('--'))) ?? path.join(here, 'results', `structured-${device}.json`);
 const before = await previous(flag('before', out));
@@ -72,7 +77,8 @@ function pct(xs: number[], p: number): number {
 }
 const stats = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99), mean: xs.reduce((a, b) => a + b, 0) / xs.length });
 
-const { dir } = await ensureDefaultModelDir({ weights: true });
+const { dir: baseDir } = await ensureDefaultModelDir({ weights: true });
+const dir = vocabKind === 'full' ? await fullVocabDir(baseDir, (await readCheckpoint(baseDir)).config.native.vocabSize) : baseDir;
 const bundle = await loadTokenizerBundle(dir);
 const ck = await readCheckpoint(dir);
 const vocabSize = ck.config.native.vocabSize;
@@ -172,6 +178,7 @@ const result = {
   maxTokens,
   grammarWorkers: workers,
   vocabSize,
+  vocabulary: vocabKind === 'full' ? `test tokenizer grown to ${vocabSize} pieces (synthetic, bench/structured-vocab.ts)` : `test tokenizer, ${bundle.tokenizer.size} pieces`,
   workload: 'EngineHost in-process; temperature 1; unconstrained with ignore_eos, constrained by a JSON schema (200-string array) that cannot complete within maxTokens; runs U C U C',
   runs,
   unconstrainedTokS: best(false),

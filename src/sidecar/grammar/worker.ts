@@ -31,10 +31,14 @@ const fatal = new FatalMessages();
 fatal.install();
 
 const xg = loadXgrammar();
-const info = await xg.TokenizerInfo.createTokenizerInfo(data.vocab.pieces, data.vocab.vocabType, false, data.vocab.vocabSize, data.vocab.stopIds);
+// xgrammar knows the tokenizer's ids only (vocab.ts says why); a row's words past its mask stay zero.
+const known = data.vocab.pieces.length;
+const info = await xg.TokenizerInfo.createTokenizerInfo(data.vocab.pieces, data.vocab.vocabType, false, known, data.vocab.stopIds);
 const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
 const words = Math.ceil(data.vocab.vocabSize / 32);
 const utf8 = new Utf8Guard(data.vocab);
+const knownWords = Math.ceil(known / 32);
+const lastWordBits = known % 32 === 0 ? -1 : (1 << known % 32) - 1; // ids of the last word xgrammar knows
 const cache = new Lru<string, Compiled>(data.cacheSize, (g) => g.dispose());
 let checker: XgrammarModule | null = loadXgrammar();
 const sessions = new Map<number, Session>();
@@ -71,7 +75,9 @@ async function publish(s: Session, i: number): Promise<void> {
     s.buf.fill(0, row, row + words);
     for (const t of s.stopIds) s.buf[row + (t >> 5)]! |= 1 << (t & 31);
   } else {
-    s.buf.set(await m.getNextTokenBitmask(), row);
+    const mask = await m.getNextTokenBitmask();
+    s.buf.set(mask.subarray(0, knownWords), row);
+    s.buf[row + knownWords - 1]! &= lastWordBits;
     utf8.narrow(s.utf8[i]!, s.buf, row);
   }
   Atomics.store(s.buf, i, s.counts[i]!);
@@ -97,7 +103,8 @@ async function handle(msg: WorkerRequest): Promise<void> {
         post({ op: 'opened', key: msg.key, error: (e as Error).message });
         return;
       }
-      const stops = msg.stopIds.length > 0 ? msg.stopIds : data.vocab.stopIds;
+      // A request's stop id past xgrammar's ids is a padding id: never allowed under a grammar.
+      const stops = msg.stopIds.length > 0 ? msg.stopIds.filter((t) => t < known) : data.vocab.stopIds;
       const s: Session = { buf: msg.buf, n: msg.n, matchers: [], counts: [], utf8: [], stopIds: stops };
       for (let i = 0; i < msg.n; i++) {
         s.matchers.push(await xg.GrammarMatcher.createGrammarMatcher(got.grammar, stops));
