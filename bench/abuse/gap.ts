@@ -1,7 +1,8 @@
 // The large-input rows of issue #26 against `ernie-edge serve` (tiny formula checkpoint, the e2e test's
 // flags), with the victim's longest gap between SSE frames for each, where it came from, and the RSS
 // of both halves after each row:
-// - threads: every thread's CPU time and run-queue wait inside the longest gap (./threads.ts): a
+// - threads: every thread's CPU time and run-queue wait inside the longest gap (./threads.ts; this
+//   process's too, as 'client': it sends the attack and reads the victim): a
 //   thread on the stream's path that ran the whole gap was busy; one that waited was not scheduled;
 // - with PROFILE=DIR, V8 CPU profiles of every JS thread of the gateway and the sidecar (`--cpu-prof`)
 //   and their busy stretches that overlap the longest gap (./stalls.ts);
@@ -154,11 +155,13 @@ async function main(): Promise<void> {
   const pids = { gateway: child.pid!, sidecar: await scPid };
   // Warm-up: one victim stream through both halves, so the RSS baseline is the served state's.
   await victimGap(base, MODEL, () => new Promise((r) => setTimeout(r, 1000)));
+  const procName = (pid: number) => (pid === pids.gateway ? 'gateway' : pid === pids.sidecar ? 'sidecar' : 'client');
   const rssBaseline = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
   const out: Record<string, unknown>[] = [];
   for (const row of rows.length ? rows : Object.keys(ROWS)) {
     const t0 = performance.now();
-    const sampler = new ThreadSampler([pids.gateway, pids.sidecar]).start();
+    // This process too: the victim's frames are timestamped on its event loop, beside the attack's uploads and downloads.
+    const sampler = new ThreadSampler([pids.gateway, pids.sidecar, process.pid]).start();
     const others = othersShare([pids.gateway, pids.sidecar]);
     const { gapMs, gapAtMs, gapWindow, chunks, result } = await victimGap(base, MODEL, () => ROWS[row]!(base));
     sampler.stop();
@@ -176,9 +179,9 @@ async function main(): Promise<void> {
       loadavg: os.loadavg().map((x) => +x.toFixed(1)),
       rssMiB: { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar), baseline: rssBaseline },
       // Threads of both processes inside the longest gap (sampled every 10 ms: the window is widened to the samples around it).
-      inGap: { ...inGap, threads: inGap.threads.slice(0, 8).map((t) => ({ ...t, proc: t.pid === pids.gateway ? 'gateway' : 'sidecar' })) },
+      inGap: { ...inGap, threads: inGap.threads.slice(0, 8).map((t) => ({ ...t, proc: procName(t.pid) })) },
       // The same over the whole row: each thread's CPU time and run-queue wait per second of the row.
-      inRow: inRow.threads.slice(0, 8).map((t) => ({ proc: t.pid === pids.gateway ? 'gateway' : 'sidecar', tid: t.tid, name: t.name, runPerS: +(t.runMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3), waitPerS: +(t.waitMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3) })),
+      inRow: inRow.threads.slice(0, 8).map((t) => ({ proc: procName(t.pid), tid: t.tid, name: t.name, runPerS: +(t.runMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3), waitPerS: +(t.waitMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3) })),
     };
     const settled = await settle(pids, rssBaseline);
     console.log(JSON.stringify({ ...r, settled }));
