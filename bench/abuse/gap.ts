@@ -1,20 +1,29 @@
 // The large-input rows of issue #26 against `ernie-edge serve` (tiny formula checkpoint, the e2e test's
-// flags), with the victim's longest chunk gap for each and, with PROFILE=DIR, V8 CPU profiles of every
-// thread of the gateway and the sidecar (`--cpu-prof`) and their longest busy stretches (./stalls.ts).
+// flags), with the victim's longest gap between SSE frames for each, where it came from, and the RSS
+// of both halves after each row:
+// - threads: every thread's CPU time and run-queue wait inside the longest gap (./threads.ts; this
+//   process's too, as 'client': it sends the attack and reads the victim): a
+//   thread on the stream's path that ran the whole gap was busy; one that waited was not scheduled;
+// - with PROFILE=DIR, V8 CPU profiles of every JS thread of the gateway and the sidecar (`--cpu-prof`)
+//   and their busy stretches that overlap the longest gap (./stalls.ts);
+// - host: the other processes' share of the cores during the row (this benchmark's own processes
+//   left out), since the gaps on a shared host are partly the host's.
 //
 //   node --import tsx bench/abuse/gap.ts [idle|burn|tokenize|chat|messages ...]   (default: all)
 //   PROFILE=/tmp/prof node --import tsx bench/abuse/gap.ts chat
+//   OUT=bench/results/abuse-gap.json LABEL=after node --import tsx bench/abuse/gap.ts   (appends a run)
 //
 // Rows: idle (3 s, the host's own noise), burn (20 s of one core busy in another process), tokenize (4 x /tokenize of a 4 MB prompt), chat (2 x a chat
 // of one 4 MB message: a 400 before tokenizing), messages (2 x /tokenize of a 4,096-message chat).
-// Prints one JSON object per row; the gaps are comparable within one run only (same host, same load).
-import { spawn } from 'node:child_process';
-import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
-import { stalls } from './stalls.js';
+import { overlapping, readProfile, stalls } from './stalls.js';
+import { ThreadSampler } from './threads.js';
 import { drain, postJson, victimGap } from './victim.js';
 import { listeningUrl, untilReady } from '../server-url.js';
 
@@ -42,6 +51,73 @@ const ROWS: Record<string, (base: string) => Promise<unknown>> = {
   },
 };
 
+const TICK_MS = 10; // USER_HZ = 100 on Linux
+
+/** CPU time (ms) of a process, its threads together (utime + stime of /proc/PID/stat). */
+function cpuMs(pid: number | 'self'): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** All cores' busy and total time (ms), from /proc/stat. */
+function machineMs(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const { times: t } of os.cpus()) {
+    busy += t.user + t.nice + t.sys + t.irq;
+    total += t.user + t.nice + t.sys + t.irq + t.idle;
+  }
+  return { busy, total };
+}
+
+/** The share of all cores' time that processes other than `pids` (and this one) took, between start and stop. */
+function othersShare(pids: number[]): () => number {
+  const ours = () => cpuMs('self') + pids.reduce((a, p) => a + cpuMs(p), 0);
+  const [m0, o0] = [machineMs(), ours()];
+  return () => {
+    const [m1, o1] = [machineMs(), ours()];
+    return m1.total > m0.total ? +Math.max(0, (m1.busy - m0.busy - (o1 - o0)) / (m1.total - m0.total)).toFixed(3) : 0;
+  };
+}
+
+const rssMiB = (pid: number) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round(Number(m?.[1] ?? 0) / 1024);
+};
+
+/** How far above the warm-up baseline each half's RSS may stay once an attack is over (the e2e test's bound). */
+const RSS_BOUND_MIB = 64;
+const SETTLE_S = Number(process.env.SETTLE_S ?? 60);
+
+/** Polls both halves' RSS until each is within RSS_BOUND_MIB of the baseline (or SETTLE_S pass): how long that took, and the RSS then. */
+async function settle(pids: Record<'gateway' | 'sidecar', number>, baseline: Record<'gateway' | 'sidecar', number>): Promise<{ seconds: number; within: boolean; gateway: number; sidecar: number }> {
+  const t0 = performance.now();
+  for (;;) {
+    const now = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
+    const within = now.gateway - baseline.gateway <= RSS_BOUND_MIB && now.sidecar - baseline.sidecar <= RSS_BOUND_MIB;
+    const seconds = +((performance.now() - t0) / 1000).toFixed(1);
+    if (within || seconds >= SETTLE_S) return { seconds, within, ...now };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The sidecar's pid, from the supervisor's "sidecar ready" log line on the child's stdout. */
+function sidecarPid(child: ChildProcess): Promise<number> {
+  let log = '';
+  return new Promise((resolve) =>
+    child.stdout!.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /"sidecarPid":(\d+)/.exec(log);
+      if (m) resolve(Number(m[1]));
+    }),
+  );
+}
+
 async function main(): Promise<void> {
   const rows = process.argv.slice(2);
   for (const r of rows) if (!ROWS[r]) throw new Error(`unknown row ${r}; rows: ${Object.keys(ROWS).join(', ')}`);
@@ -65,21 +141,69 @@ async function main(): Promise<void> {
   const children = commands.map((c) => spawn(process.execPath, c, { env, stdio: ['ignore', 'pipe', 'inherit'] }));
   const exited = Promise.all(children.map((c) => new Promise((r) => c.once('exit', r))));
   const child = children.at(-1)!;
+  const scPid = profile ? Promise.resolve(children[0]!.pid!) : sidecarPid(child);
+  // A failed row must not leave the servers running.
+  const stopAll = () => {
+    for (const c of [...children].reverse()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+  };
+  process.once('uncaughtException', (e) => {
+    stopAll();
+    throw e;
+  });
   const base = await listeningUrl(child);
   await untilReady(base, 100);
+  const pids = { gateway: child.pid!, sidecar: await scPid };
+  // Warm-up: one victim stream through both halves, so the RSS baseline is the served state's.
+  await victimGap(base, MODEL, () => new Promise((r) => setTimeout(r, 1000)));
+  const procName = (pid: number) => (pid === pids.gateway ? 'gateway' : pid === pids.sidecar ? 'sidecar' : 'client');
+  const rssBaseline = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
+  const out: Record<string, unknown>[] = [];
   for (const row of rows.length ? rows : Object.keys(ROWS)) {
     const t0 = performance.now();
-    const { gapMs, gapAtMs, chunks, result } = await victimGap(base, MODEL, () => ROWS[row]!(base));
-    console.log(JSON.stringify({ row, gapMs: +gapMs.toFixed(1), gapAtS: +(gapAtMs / 1000).toFixed(2), chunks, seconds: +((performance.now() - t0) / 1000).toFixed(1), result, loadavg: os.loadavg().map((x) => +x.toFixed(1)) }));
+    // This process too: the victim's frames are timestamped on its event loop, beside the attack's uploads and downloads.
+    const sampler = new ThreadSampler([pids.gateway, pids.sidecar, process.pid]).start();
+    const others = othersShare([pids.gateway, pids.sidecar]);
+    const { gapMs, gapAtMs, gapWindow, chunks, result } = await victimGap(base, MODEL, () => ROWS[row]!(base));
+    sampler.stop();
+    const inGap = sampler.use(...gapWindow);
+    const inRow = sampler.use(sampler.startedMs, sampler.stoppedMs);
+    const r = {
+      row,
+      gapMs: +gapMs.toFixed(1),
+      gapAtS: +(gapAtMs / 1000).toFixed(2),
+      gapWindow: gapWindow.map((x) => +x.toFixed(1)),
+      chunks,
+      seconds: +((performance.now() - t0) / 1000).toFixed(1),
+      result,
+      othersShare: others(),
+      loadavg: os.loadavg().map((x) => +x.toFixed(1)),
+      rssMiB: { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar), baseline: rssBaseline },
+      // Threads of both processes inside the longest gap (sampled every 10 ms: the window is widened to the samples around it).
+      inGap: { ...inGap, threads: inGap.threads.slice(0, 8).map((t) => ({ ...t, proc: procName(t.pid) })) },
+      // The same over the whole row: each thread's CPU time and run-queue wait per second of the row.
+      inRow: inRow.threads.slice(0, 8).map((t) => ({ proc: procName(t.pid), tid: t.tid, name: t.name, runPerS: +(t.runMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3), waitPerS: +(t.waitMs / (sampler.stoppedMs - sampler.startedMs)).toFixed(3) })),
+    };
+    const settled = await settle(pids, rssBaseline);
+    console.log(JSON.stringify({ ...r, settled }));
+    out.push({ ...r, settled });
   }
-  for (const c of children.reverse()) c.kill('SIGTERM');
+  stopAll();
   await exited;
   await rm(dir, { recursive: true, force: true });
   if (profile) {
     for (const f of (await readdir(profile)).filter((f) => f.endsWith('.cpuprofile'))) {
-      const s = stalls(JSON.parse(await readFile(path.join(profile, f), 'utf8')), 50);
-      console.log(JSON.stringify({ profile: f, stretchesOver50ms: s.length, longest: s.slice(0, 3) }, null, 1));
+      const s = stalls(readProfile(path.join(profile, f)), 20);
+      for (const r of out) {
+        const hit = overlapping(s, r.gapWindow as [number, number]);
+        if (hit.length) console.log(JSON.stringify({ row: r.row, profile: f, stretches: hit.map(({ paths: _, ...x }) => ({ ...x, fromGapStartMs: +(x.atMs - (r.gapWindow as number[])[0]!).toFixed(1) })) }));
+      }
     }
+  }
+  if (process.env.OUT) {
+    const file = process.env.OUT;
+    const prev = await readFile(file, 'utf8').then((t) => JSON.parse(t) as { runs: unknown[] }, () => ({ runs: [] }));
+    const run = { label: process.env.LABEL ?? 'run', date: new Date().toISOString(), cores: os.cpus().length, node: process.version, rows: out };
+    await writeFile(file, JSON.stringify({ ...prev, runs: [...prev.runs, run] }, null, 1) + '\n');
   }
 }
 

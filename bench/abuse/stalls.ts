@@ -24,7 +24,9 @@ interface Profile {
 }
 
 export interface Stretch {
-  startMs: number;
+  startMs: number; // from the profile's start
+  /** Its start on the host's monotonic clock (V8's profile clock, process.hrtime's). */
+  atMs: number;
   ms: number;
   selfMs: [string, number][];
   paths: [string, number][];
@@ -34,6 +36,7 @@ const label = (f: CallFrame) => `${f.functionName || '(anonymous)'} ${f.url.repl
 
 /** Busy stretches of at least minMs, longest first. A sample is idle when its leaf is "(idle)". */
 export function stalls(p: Profile, minMs = 50): Stretch[] {
+  const origin = p.startTime / 1000; // µs → ms
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -51,7 +54,7 @@ export function stalls(p: Profile, minMs = 50): Stretch[] {
   const close = () => {
     if (cur && cur.ms >= minMs) {
       const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => [k, +v.toFixed(1)] as [string, number]);
-      out.push({ startMs: +cur.start.toFixed(1), ms: +cur.ms.toFixed(1), selfMs: top(cur.self), paths: top(cur.paths) });
+      out.push({ startMs: +cur.start.toFixed(1), atMs: +(origin + cur.start).toFixed(1), ms: +cur.ms.toFixed(1), selfMs: top(cur.self), paths: top(cur.paths) });
     }
     cur = null;
   };
@@ -74,6 +77,11 @@ export function stalls(p: Profile, minMs = 50): Stretch[] {
   return out.sort((a, b) => b.ms - a.ms);
 }
 
+/** The stretches that overlap [fromMs, toMs] on the host's monotonic clock. */
+export const overlapping = (s: Stretch[], [fromMs, toMs]: [number, number]) => s.filter((x) => x.atMs < toMs && x.atMs + x.ms > fromMs);
+
+export const readProfile = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Profile;
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const opt = (name: string, d: number) => {
@@ -83,7 +91,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const top = opt('--top', 5);
   const minMs = opt('--min-ms', 50);
   for (const file of args) {
-    const s = stalls(JSON.parse(readFileSync(file, 'utf8')) as Profile, minMs);
+    const s = stalls(readProfile(file), minMs);
     console.log(JSON.stringify({ file, stretches: s.length, longest: s.slice(0, top) }, null, 1));
   }
 }

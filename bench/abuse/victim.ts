@@ -3,6 +3,21 @@
 // e2e test (test/cli/abuse-engine.e2e.test.ts) and the profiling run (bench/abuse/gap.ts).
 import { sseFrames } from '../../test/cli/process-helpers.js';
 
+/** The host's monotonic clock in ms (process.hrtime: CLOCK_MONOTONIC, the clock of V8's CPU profiles and /proc samples). */
+export const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+export interface VictimGap<T> {
+  /** The longest gap between two consecutive SSE frames of the victim while `during` ran. */
+  gapMs: number;
+  /** When that gap ended, from the start of `during`. */
+  gapAtMs: number;
+  /** That gap's ends on the host's monotonic clock (monotonicMs). */
+  gapWindow: [number, number];
+  /** Frames received while `during` ran. */
+  chunks: number;
+  result: T;
+}
+
 /** POST JSON; `body` may be serialized already (so that a 4 MB body costs the caller nothing in a measured window). */
 export const postJson = (base: string, p: string, body: unknown, signal?: AbortSignal) =>
   fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), signal });
@@ -26,7 +41,7 @@ export async function drain(res: Response): Promise<{ bytes: number; head: strin
  * while `during` ran (across stream boundaries too: a new stream's first chunk comes after its request
  * went through the same event loops), and the number of chunks in that window.
  */
-export async function victimGap<T>(base: string, model: string, during: () => Promise<T>, maxTokens = 1900): Promise<{ gapMs: number; gapAtMs: number; chunks: number; result: T }> {
+export async function victimGap<T>(base: string, model: string, during: () => Promise<T>, maxTokens = 1900): Promise<VictimGap<T>> {
   const ac = new AbortController();
   const stream = async function* () {
     while (!ac.signal.aborted) {
@@ -40,14 +55,14 @@ export async function victimGap<T>(base: string, model: string, during: () => Pr
   let window = false;
   let last = 0;
   let gapMs = 0;
-  let gapAtMs = 0; // when the longest gap ended, from the start of `during`
+  let gapAtMs = 0;
   let start = 0;
   let chunks = 0;
   let failure: unknown = null;
   const reading = (async () => {
     try {
       for await (const _ of frames) {
-        const now = performance.now();
+        const now = monotonicMs();
         if (window) {
           if (now - last > gapMs) [gapMs, gapAtMs] = [now - last, now - start];
           chunks++;
@@ -58,14 +73,14 @@ export async function victimGap<T>(base: string, model: string, during: () => Pr
       if (!ac.signal.aborted) failure = e;
     }
   })();
-  last = start = performance.now();
+  last = start = monotonicMs();
   window = true;
   const result = await during();
   window = false;
-  const end = performance.now();
+  const end = monotonicMs();
   if (end - last > gapMs) [gapMs, gapAtMs] = [end - last, end - start]; // a stall still open at the end counts too
   ac.abort();
   await reading;
   if (failure) throw failure;
-  return { gapMs, gapAtMs, chunks, result };
+  return { gapMs, gapAtMs, gapWindow: [start + gapAtMs - gapMs, start + gapAtMs], chunks, result };
 }

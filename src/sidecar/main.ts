@@ -177,6 +177,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   };
   const poolSize = opts.tokenizerPoolSize ?? 1;
   const tokenizePool = poolSize > 0 ? await TokenizePool.start({ dir, options: textOptions, vocabSize: model.vocabSize }, poolSize) : undefined;
+  if (tokenizePool) logger.info({ workers: poolSize, priority: tokenizePool.priority }, 'tokenizer pool started');
   const grammar = await startGrammarPool(bundle, model.vocabSize, defaultGrammarWorkers(plan.device)).catch(async (e: unknown) => {
     await tokenizePool?.close();
     throw e;

@@ -2,8 +2,10 @@
 // contents ending in 400", "4,096-message chats", "--max-num-seqs 8 with 8 prompts x n=16", "a small
 // request behind a big one", "burst of 200 against --max-num-queued-reqs 4"), against `ernie-edge serve`
 // on the real native engine with a tiny formula checkpoint. Each attack, then the numbers: the victim
-// stream's longest gap between chunks while the attack runs, and the limits as the engine's own peak
-// counters report them in /metrics (kept at every step and submit, not sampled).
+// stream's longest gap between chunks while the attack runs, the gateway's and the sidecar's RSS back
+// near their baseline afterwards, and the limits as the engine's own peak counters report them in
+// /metrics (kept at every step and submit, not sampled).
+import { readFileSync } from 'node:fs';
 import { copyFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import { CliProcess, pollStatus, removeTempDirs, tempDir } from './process-helpe
 const MODEL = 'tiny';
 let proc: CliProcess;
 let base: string;
+let pids: { gateway: number; sidecar: number };
 
 async function metric(name: string): Promise<number> {
   const lines = (await (await fetch(`${base}/metrics`)).text()).split('\n');
@@ -37,6 +40,7 @@ beforeAll(async () => {
   );
   base = await proc.baseURL();
   await pollStatus(`${base}/ready`, 200, 60_000);
+  pids = { gateway: proc.child.pid!, sidecar: Number((await proc.waitForLog((l) => l.msg === 'sidecar ready')).sidecarPid) };
 }, 90_000);
 
 afterAll(async () => {
@@ -48,42 +52,84 @@ afterAll(async () => {
 // ~4 MB of ordinary text (the attack's size, under the gateway's default 4 MiB body limit).
 const BIG = 'The quick brown fox jumps over the lazy dog; 0123456789. '.repeat(4e6 / 57);
 
+const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** What an attack may leave on either half's RSS once it is over (before: sidecar +395 MiB after the 4 MB /tokenize row, kept). */
+const RSS_RETURN_MIB = 64;
+
+/**
+ * Waits until both halves' RSS is within RSS_RETURN_MIB of `baseline` (polled, as readiness is: V8 and
+ * the allocator give memory back on their own schedule); fails with the last reading after 120 s.
+ */
+async function rssBackNear(baseline: Record<'gateway' | 'sidecar', number>): Promise<Record<'gateway' | 'sidecar', number>> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const now = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
+    if (now.gateway - baseline.gateway < RSS_RETURN_MIB && now.sidecar - baseline.sidecar < RSS_RETURN_MIB) return now;
+    if (Date.now() > deadline) {
+      throw new Error(`RSS not back within ${RSS_RETURN_MIB} MiB of the baseline: gateway ${now.gateway.toFixed(0)} (baseline ${baseline.gateway.toFixed(0)}), sidecar ${now.sidecar.toFixed(0)} (baseline ${baseline.sidecar.toFixed(0)}) MiB`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 describe('the sidecar event loop never stalls streams', () => {
-  // The victim's longest gap with no attack, over a comparable time: this machine's own scheduling
-  // noise (CI runners are shared), reported beside the gaps under attack.
-  let idleGap = 0;
+  // The victim's longest gap with no attack over `ms` (at most 2 minutes): this machine's own
+  // scheduling noise (CI runners are shared). Taken right after each attack over as long as the attack
+  // took, since the longest gap of a loaded host grows with the window. The first one, before any
+  // attack, also warms both halves up for the RSS baseline.
+  const idleGap = async (ms: number) => (await victimGap(() => new Promise((r) => setTimeout(r, Math.min(ms, 120_000))))).gapMs;
+  let baseline: Record<'gateway' | 'sidecar', number>;
   beforeAll(async () => {
-    idleGap = (await victimGap(() => new Promise((r) => setTimeout(r, 3000)))).gapMs;
-    console.log(`[abuse] victim's longest gap with no attack: ${idleGap.toFixed(1)} ms`);
+    const gap = await idleGap(3000);
+    baseline = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
+    console.log(`[abuse] victim's longest gap with no attack: ${gap.toFixed(1)} ms; RSS after warm-up: gateway ${baseline.gateway.toFixed(0)}, sidecar ${baseline.sidecar.toFixed(0)} MiB`);
   }, 60_000);
 
-  // NOTE: the gap is reported, not bounded. The tokenizing runs in the sidecar's worker pool, the ids
-  // come back packed (REPLY_IDS) and the HTTP answer is written in slices; large bodies and frames take
-  // each whole-body pass on an event-loop turn of its own (src/gateway/turns.ts, serve-engine.ts). What
-  // is left on a shared 2-core runner is mostly the host's own scheduling (the tokenizer worker takes a
-  // core for the whole attack): bench/abuse/gap.ts measures it beside an idle row and profiles every
-  // thread; the sidecar's own bound is asserted in tokenize-pool.test.ts.
-  it('4 concurrent /tokenize of a 4 MB prompt: all answered (the victim gap is reported)', async () => {
+  /**
+   * The victim's longest gap under an attack stays under 200 ms on a quiet host: one where the victim
+   * alone, over as long a window, keeps its gaps under QUIET_GAP_MS (a CI runner with nothing else on
+   * it). On a busier host the gap is reported, not bounded: there the victim's threads wait for cores
+   * held by other processes, and the attack's unsplittable passes (a 4 MB JSON.parse, stringify or
+   * encode) stretch by the same factor (bench/abuse/gap.ts measures it thread by thread; a speed
+   * target on a shared host belongs to a benchmark).
+   * What keeps it: tokenizing in the sidecar's worker pool at a lower OS priority than the serving
+   * threads (src/sidecar/server/thread-priority.ts), ids back packed (REPLY_IDS), the HTTP answer written
+   * in slices, and each whole-body pass of a large body or frame on an event-loop turn of its own
+   * (src/gateway/turns.ts, serve-engine.ts).
+   */
+  const QUIET_GAP_MS = 50;
+  const expectVictimPace = (row: string, gapMs: number, idle: number) => {
+    if (idle < QUIET_GAP_MS) expect(gapMs, `${row}: the victim's longest gap`).toBeLessThan(200);
+    else console.log(`[abuse] ${row}: host busy (the victim alone: ${idle.toFixed(0)} ms gaps): the 200 ms bound is asserted on a quiet host only`);
+  };
+
+  it('4 concurrent /tokenize of a 4 MB prompt: all answered, the victim keeps its pace, both RSS back near baseline', async () => {
     const bigTokenize = JSON.stringify({ model: MODEL, prompt: BIG });
+    const t0 = performance.now();
     const { gapMs, chunks, result } = await victimGap(() =>
       Promise.all(Array.from({ length: 4 }, async () => {
         const res = await post('/tokenize', bigTokenize);
         return { status: res.status, ...(await drain(res)) };
       })),
     );
-    console.log(`[abuse] 4 x /tokenize of ${(BIG.length / 1e6).toFixed(1)} M chars: victim's longest gap ${gapMs.toFixed(1)} ms over ${chunks} chunks`);
+    const idle = await idleGap(performance.now() - t0);
+    console.log(`[abuse] 4 x /tokenize of ${(BIG.length / 1e6).toFixed(1)} M chars: victim's longest gap ${gapMs.toFixed(1)} ms over ${chunks} chunks (idle ${idle.toFixed(1)} ms)`);
     for (const r of result) {
       expect(r.status).toBe(200);
       expect(r.head).toMatch(/"max_model_len":2048/);
       expect(Number(/"count":(\d+)/.exec(r.head)?.[1] ?? 0)).toBeGreaterThan(500_000);
     }
     expect(chunks).toBeGreaterThan(0);
-  }, 300_000);
+    const rss = await rssBackNear(baseline);
+    console.log(`[abuse] RSS after the 4 MB /tokenize row: gateway ${rss.gateway.toFixed(0)}, sidecar ${rss.sidecar.toFixed(0)} MiB`);
+    expectVictimPace('4 x /tokenize of 4 MB', gapMs, idle);
+  }, 600_000);
 
-  // NOTE: as above, the gap is reported, not bounded (bench/abuse/gap.ts, rows chat and messages).
-  it('4 MB chat contents end in a 400 before any tokenizing, and 4,096-message chats are answered', async () => {
+  it('4 MB chat contents end in a 400 before any tokenizing, and 4,096-message chats are answered; the victim keeps its pace, both RSS back near baseline', async () => {
     const big = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: BIG }], max_tokens: 4 });
     const many = JSON.stringify({ model: MODEL, messages: Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` })) });
+    const t0 = performance.now();
     const { gapMs, result } = await victimGap(() =>
       Promise.all([
         ...Array.from({ length: 2 }, async () => {
@@ -96,7 +142,8 @@ describe('the sidecar event loop never stalls streams', () => {
         }),
       ]),
     );
-    console.log(`[abuse] 2 x 4 MB chat + 2 x 4096-message /tokenize: victim's longest gap ${gapMs.toFixed(1)} ms (idle ${idleGap.toFixed(1)} ms)`);
+    const idle = await idleGap(performance.now() - t0);
+    console.log(`[abuse] 2 x 4 MB chat + 2 x 4096-message /tokenize: victim's longest gap ${gapMs.toFixed(1)} ms (idle ${idle.toFixed(1)} ms)`);
     const [a, b, c, d] = result as [{ status: number; body: { error: { message: string; param: string } } }, { status: number; body: { error: { message: string; param: string } } }, { status: number; body: { count: number } }, { status: number; body: { count: number } }];
     for (const r of [a, b]) {
       expect(r.status).toBe(400);
@@ -107,7 +154,10 @@ describe('the sidecar event loop never stalls streams', () => {
       expect(r.status).toBe(200);
       expect(r.body.count).toBeGreaterThan(4096 * 3);
     }
-  }, 120_000);
+    const rss = await rssBackNear(baseline);
+    console.log(`[abuse] RSS after the chat rows: gateway ${rss.gateway.toFixed(0)}, sidecar ${rss.sidecar.toFixed(0)} MiB`);
+    expectVictimPace('4 MB chats and 4,096-message chats', gapMs, idle);
+  }, 300_000);
 });
 
 describe('limits that hold (--max-num-seqs 8, --max-num-queued-reqs 4)', () => {

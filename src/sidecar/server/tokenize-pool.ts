@@ -10,18 +10,29 @@
 // QUEUE_FULL (HTTP 429), so a client cannot park unbounded megabytes here.
 // Workers start with the pool and are ready (bundle loaded) before start() resolves, so their memory
 // is part of the sidecar's footprint at /ready. A worker that dies fails its jobs and is replaced.
+// Memory return: a worker that has tokenized RECYCLE_CHARS or more is retired once it has no job and
+// replaced by a fresh one. A large input grows a worker's heap and the BPE models' scratch arrays
+// (several bytes per character, kept for the next word) to its high-water mark; ending the thread
+// hands all of it back to the OS at once (issue #26: the sidecar's RSS back to its baseline after an
+// attack), where shrinking each structure would leave V8's heap to decide when. Jobs that arrive while
+// no worker is ready wait in the pool (bounded by MAX_PENDING_CHARS like the rest).
+// Priority: each worker lowers its own thread below the serving threads (./thread-priority.ts), so a
+// worker never competes with a stream's next frame for a core; `priority` says what it got.
 
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { EngineError, type EngineErrorCode, type Prompt } from '../../protocol/engine-client.js';
 import type { TokenizeInput, TokenizerLoadOptions } from '../tokenizer/index.js';
+import type { ThreadPriority } from './thread-priority.js';
 
 /** Inputs up to this many characters, and chats up to INLINE_MAX_MESSAGES, are tokenized inline. */
 export const INLINE_MAX_CHARS = 16 * 1024;
 export const INLINE_MAX_MESSAGES = 64;
 /** Characters queued or in progress in the pool, all jobs together. */
 export const MAX_PENDING_CHARS = 64 * 1024 * 1024;
+/** Characters a worker tokenizes before it is replaced (at its next idle moment). */
+export const RECYCLE_CHARS = 256 * 1024;
 
 export interface PoolWorkerData {
   dir: string;
@@ -32,6 +43,8 @@ export type PoolJob = { id: number; op: 'prompt'; prompt: Prompt } | { id: numbe
 export interface PoolReply {
   id: number;
   ready?: true;
+  /** With `ready`: the worker's thread and its nice value, or why it could not be lowered. */
+  priority?: ThreadPriority;
   ids?: Int32Array;
   error?: { code: EngineErrorCode | null; message: string; param: string | null };
 }
@@ -44,6 +57,9 @@ interface Pending {
 
 class PoolWorker {
   readonly pending = new Map<number, Pending>();
+  /** Characters of the jobs it has been given since it started. */
+  chars = 0;
+  retiring = false;
   constructor(readonly worker: Worker) {}
   load(): number {
     let n = 0;
@@ -59,9 +75,14 @@ export function offThread(size: { chars: number; messages: number }): boolean {
 
 export class TokenizePool {
   private workers: PoolWorker[] = [];
+  /** Jobs given while no worker was ready (every one retiring or starting), in arrival order. */
+  private waiting: { id: number; job: PoolJob; pending: Pending }[] = [];
   private nextId = 1;
   private pendingChars = 0;
   private closed = false;
+  private spawned = 0;
+  /** What the latest worker's thread got (every worker asks for the same). */
+  priority: ThreadPriority | null = null;
 
   private constructor(
     private readonly data: PoolWorkerData,
@@ -89,10 +110,17 @@ export class TokenizePool {
     return this.run((id) => ({ id, op: 'tokenize', req }), chars);
   }
 
+  /** Workers started since the pool was (tests: recycling is observable here). */
+  get started(): number {
+    return this.spawned;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const ws = this.workers.splice(0);
-    for (const w of ws) this.fail(w, new EngineError('NOT_READY', 'the sidecar is shutting down'));
+    const shutdown = new EngineError('NOT_READY', 'the sidecar is shutting down');
+    for (const w of ws) this.fail(w, shutdown);
+    for (const { pending } of this.waiting.splice(0)) pending.reject(shutdown);
     await Promise.all(ws.map((w) => w.worker.terminate()));
   }
 
@@ -101,13 +129,27 @@ export class TokenizePool {
     if (this.pendingChars + chars > MAX_PENDING_CHARS) {
       return Promise.reject(new EngineError('QUEUE_FULL', 'too much text is waiting to be tokenized; retry later'));
     }
-    const w = this.workers.reduce((a, b) => (b.load() < a.load() ? b : a));
     const id = this.nextId++;
     this.pendingChars += chars;
     return new Promise<Int32Array>((resolve, reject) => {
-      w.pending.set(id, { chars, resolve, reject });
-      w.worker.postMessage(job(id));
+      const pending = { chars, resolve, reject };
+      const ready = this.workers.filter((w) => !w.retiring);
+      if (ready.length === 0) this.waiting.push({ id, job: job(id), pending });
+      else this.give(ready.reduce((a, b) => (b.load() < a.load() ? b : a)), id, job(id), pending);
     });
+  }
+
+  private give(w: PoolWorker, id: number, job: PoolJob, pending: Pending): void {
+    w.pending.set(id, pending);
+    w.chars += pending.chars;
+    w.worker.postMessage(job);
+  }
+
+  /** A worker past RECYCLE_CHARS with no job left ends; its 'exit' starts the replacement. */
+  private recycleIfDone(w: PoolWorker): void {
+    if (w.chars < RECYCLE_CHARS || w.pending.size > 0 || w.retiring || this.closed) return;
+    w.retiring = true;
+    void w.worker.terminate();
   }
 
   private settle(w: PoolWorker, reply: PoolReply): void {
@@ -119,6 +161,14 @@ export class TokenizePool {
       const { code, message, param } = reply.error;
       p.reject(code ? new EngineError(code, message, param) : new Error(message));
     } else p.resolve(reply.ids!);
+    this.recycleIfDone(w);
+  }
+
+  private failWaiting(e: Error): void {
+    for (const { pending } of this.waiting.splice(0)) {
+      this.pendingChars -= pending.chars;
+      pending.reject(new EngineError('INTERNAL', `no tokenizer worker could start: ${e.message}`));
+    }
   }
 
   private fail(w: PoolWorker, e: Error): void {
@@ -130,6 +180,7 @@ export class TokenizePool {
   }
 
   private spawn(): Promise<void> {
+    this.spawned++;
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...this.data, entry: ENTRY, tsx: TSX } });
     worker.unref(); // an idle pool must not keep the process alive
     const w = new PoolWorker(worker);
@@ -138,7 +189,9 @@ export class TokenizePool {
       worker.on('message', (reply: PoolReply) => {
         if (reply.ready) {
           started = true;
+          this.priority = reply.priority ?? null;
           this.workers.push(w);
+          for (const { id, job, pending } of this.waiting.splice(0)) this.give(w, id, job, pending);
           ready();
         } else this.settle(w, reply);
       });
@@ -148,7 +201,9 @@ export class TokenizePool {
       worker.on('exit', (code) => {
         this.workers = this.workers.filter((x) => x !== w);
         this.fail(w, new EngineError('INTERNAL', `a tokenizer worker exited (code ${code})`));
-        if (started && !this.closed) this.spawn().catch(() => {}); // replaced; a failing replacement leaves the rest
+        // Replaced (retired or died). A replacement that fails to start leaves the rest; with none
+        // left, the jobs waiting for one fail rather than wait forever.
+        if (started && !this.closed) this.spawn().catch((e: unknown) => this.workers.length === 0 && this.failWaiting(e as Error));
       });
     });
   }

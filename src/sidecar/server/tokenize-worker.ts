@@ -1,13 +1,15 @@
-// A tokenizer worker thread (./tokenize-pool.ts): loads the checkpoint's tokenizer bundle once, then
-// answers jobs in order. Errors travel back as values (code, message, param) and become the same
+// A tokenizer worker thread (./tokenize-pool.ts): lowers its own OS priority below the serving threads'
+// (./thread-priority.ts), loads the checkpoint's tokenizer bundle once, then answers jobs in order. Errors travel back as values (code, message, param) and become the same
 // EngineError the main thread would have thrown inline.
 import { parentPort, workerData } from 'node:worker_threads';
 import { EngineError } from '../../protocol/engine-client.js';
 import { loadTokenizerBundle } from '../tokenizer/index.js';
 import { promptIds } from './prompt.js';
+import { becomeBulkThread } from './thread-priority.js';
 import type { PoolJob, PoolReply, PoolWorkerData } from './tokenize-pool.js';
 
 const data = workerData as PoolWorkerData;
+const priority = becomeBulkThread('ee-tokenize');
 const bundle = await loadTokenizerBundle(data.dir, data.options);
 const port = parentPort!;
 
@@ -31,4 +33,4 @@ port.on('message', (job: PoolJob) => {
   }
   port.postMessage(reply);
 });
-port.postMessage({ id: 0, ready: true } satisfies PoolReply);
+port.postMessage({ id: 0, ready: true, priority } satisfies PoolReply);

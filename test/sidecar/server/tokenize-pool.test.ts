@@ -1,10 +1,13 @@
 // Large inputs are tokenized off the sidecar's main thread (src/sidecar/server/tokenize-pool.ts), after
 // size checks that run before any tokenizing (src/sidecar/server/input-size.ts). Issue #26: 4 x
 // /tokenize of a 4 MB prompt froze every stream of the sidecar for 5.2 s.
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError, type ChatMessage } from '../../../src/protocol/engine-client.js';
 import { MAX_CHAT_MESSAGES } from '../../../src/protocol/limits.js';
-import { TokenizePool } from '../../../src/sidecar/server/tokenize-pool.js';
+import { RECYCLE_CHARS, TokenizePool } from '../../../src/sidecar/server/tokenize-pool.js';
+import { BULK_NICE } from '../../../src/sidecar/server/thread-priority.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 import { TOKENIZER_DIR, makeHost, sampling } from './helpers.js';
 
@@ -70,6 +73,51 @@ describe('tokenize pool', () => {
     for (const r of results) expect(Array.from(r.tokens)).toEqual(inline);
     expect(gap).toBeLessThan(Math.max(200, inlineMs / 4) + idle);
   }, 180_000);
+});
+
+describe('bulk threads', () => {
+  // Linux only: elsewhere the worker keeps the process's priority and says why (thread-priority.ts).
+  it.runIf(existsSync('/proc/thread-self'))(`the worker thread runs ${BULK_NICE} nice levels below the thread that started it, named ee-tokenize; this thread is untouched`, async () => {
+    const mine = os.getPriority(); // this thread's (Linux: setpriority is per thread)
+    const own = await TokenizePool.start({ dir: TOKENIZER_DIR, options: { maxModelLen: 256 }, vocabSize: 103424 }, 1);
+    try {
+      expect(own.priority).toEqual({ tid: expect.any(Number), nice: Math.min(19, mine + BULK_NICE) });
+      const tid = (own.priority as { tid: number }).tid;
+      expect(tid).not.toBe(process.pid);
+      expect(os.getPriority(tid)).toBe(Math.min(19, mine + BULK_NICE));
+      expect(readFileSync(`/proc/${process.pid}/task/${tid}/comm`, 'utf8').trim()).toBe('ee-tokenize');
+      expect(os.getPriority()).toBe(mine);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('a worker that tokenized RECYCLE_CHARS is replaced once idle (its memory goes with it); jobs meanwhile wait for the new one', async () => {
+    const own = await TokenizePool.start({ dir: TOKENIZER_DIR, options: { maxModelLen: 256 }, vocabSize: 103424 }, 1);
+    try {
+      const small = text(20_000);
+      const first = await own.tokenize({ prompt: small, addSpecialTokens: true }, small.length);
+      expect(own.started).toBe(1);
+      const big = text(RECYCLE_CHARS);
+      // The big job retires the worker when it answers; the next job, given at once, waits for the replacement.
+      const [bigIds, again] = await Promise.all([
+        own.tokenize({ prompt: big, addSpecialTokens: true }, big.length),
+        own.tokenize({ prompt: small, addSpecialTokens: true }, small.length).then(async (x) => {
+          return { x, after: await own.tokenize({ prompt: small, addSpecialTokens: true }, small.length) };
+        }),
+      ]);
+      expect(Array.from(bigIds)).toEqual(bundle.tokenize({ prompt: big, addSpecialTokens: true }).tokens);
+      expect(Array.from(again.x)).toEqual(Array.from(first));
+      expect(Array.from(again.after)).toEqual(Array.from(first));
+      expect(own.started).toBe(2);
+      expect(own.queuedChars).toBe(0);
+      // Below the threshold nothing is replaced.
+      await own.tokenize({ prompt: small, addSpecialTokens: true }, small.length);
+      expect(own.started).toBe(2);
+    } finally {
+      await own.close();
+    }
+  }, 120_000);
 });
 
 describe('size checks before tokenizing', () => {
