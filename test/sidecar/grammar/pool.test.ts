@@ -2,7 +2,9 @@
 //  - requests sharing one schema are spread over the workers by constrained rows (a cached worker wins
 //    only a tie), so a batch of identical requests does not compute all its masks on one worker;
 //  - a batch of tokens handed over by flush() is counted (rows, batches, busy time), read from shared
-//    memory without a message.
+//    memory without a message;
+//  - in a model vocabulary wider than the tokenizer, the padding ids are never allowed (xgrammar is
+//    given the tokenizer's ids only; the row's words past them stay zero).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Constraint } from '../../../src/protocol/engine-client.js';
 import { GrammarPool, type GrammarSession } from '../../../src/sidecar/grammar/pool.js';
@@ -74,5 +76,20 @@ describe('GrammarPool', () => {
     expect(after.hopMs).toBeGreaterThanOrEqual(0);
     one.close(s.key);
     await one.stop();
+  });
+
+  it('never allows a padding id of a model vocabulary wider than the tokenizer', async () => {
+    const wide = await GrammarPool.start({ vocab: grammarVocab(bundle.tokenizer, 103_424, bundle.eosIds), workers: 1, cacheSize: 4 });
+    const pieces = bundle.tokenizer.size;
+    expect(pieces % 32).not.toBe(0); // the last word xgrammar knows is partial: its padding bits are checked too
+    // Any text: every piece but the specials is allowed, so a padding bit set would show.
+    const s = await wide.open({ kind: 'grammar', ebnf: 'root ::= [^\\x00]*' }, 1, bundle.eosIds);
+    expect(s.maskWords).toBe(Math.ceil(103_424 / 32));
+    const ids: number[] = [];
+    for (let t = 0; t < 103_424; t++) if ((s.buf[1 + (t >> 5)]! >>> (t & 31)) & 1) ids.push(t);
+    expect(ids.length).toBeGreaterThan(pieces / 2);
+    expect(Math.max(...ids)).toBeLessThan(pieces);
+    wide.close(s.key);
+    await wide.stop();
   });
 });
