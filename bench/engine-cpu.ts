@@ -12,7 +12,9 @@
 // At the largest thread count each path's accuracy on the formula-0.3b golden prompts is measured too.
 // After our paths at each thread count, where the bench package is installed (bench/llama/node-llama.ts),
 // llama.cpp on the same weights in its own process per GGUF (bench/llama/cpu-side.ts; `--llama bf16,q8_0`,
-// the default, or `--no-llama`): the same rows, and its accuracy at the largest thread count.
+// the default, or `--no-llama`): the same rows, and its accuracy at the largest thread count
+// (`--llama-batched-only`: its article and waves only; on a loaded host llama.cpp's spinning threads
+// make its single-stream rows crawl).
 // `--budget-s N`: rows not started within N seconds are listed as skipped instead of measured.
 // Output: --out FILE (default bench/results/cpu-int8.json) with --host naming the host kind. The JSON
 // records the host's load (bench/engine/host-load.ts) and is marked `valid: false` when other processes
@@ -42,6 +44,7 @@ const threadsList = list(arg('--threads') ?? String(os.availableParallelism())).
 const levels = list(arg('--levels') ?? '32,64').map(Number);
 const noWave = process.argv.includes('--no-wave');
 const llamaWeights = process.argv.includes('--no-llama') ? [] : list(arg('--llama') ?? 'bf16,q8_0');
+const llamaSingles = !process.argv.includes('--llama-batched-only');
 const deadline = arg('--budget-s') ? Date.now() + Number(arg('--budget-s')) * 1000 : Infinity;
 const out = arg('--out') ?? path.join(here, 'results', 'cpu-int8.json');
 const host = arg('--host') ?? os.cpus()[0]?.model ?? 'unknown';
@@ -186,10 +189,10 @@ async function llamaRows(weights: string, threads: number, part: 'single' | 'bat
 const batchedRows = !noWave;
 for (const threads of threadsList) {
   for (const p of chosen) if (!late(`${p.name} t=${threads}`)) await oursRow(p, threads);
-  for (const [i, w] of llamaWeights.entries()) await llamaRows(w, threads, threads === maxThreads && batchedRows && i === 0 ? 'all' : 'single');
+  if (llamaSingles) for (const [i, w] of llamaWeights.entries()) await llamaRows(w, threads, threads === maxThreads && batchedRows && i === 0 ? 'all' : 'single');
   await save();
 }
-if (batchedRows) for (const w of llamaWeights.slice(1)) await llamaRows(w, maxThreads, 'batched');
+if (batchedRows) for (const w of llamaSingles ? llamaWeights.slice(1) : llamaWeights) await llamaRows(w, maxThreads, 'batched');
 if (!llamaWeights.length) llamaCpp.none = { skipped: '--no-llama' };
 
 // The issue's ratios, same run: int8 vs bf16 precise (AVX-512), AMX-BF16 vs AVX-512, ours vs llama.cpp.
