@@ -8,7 +8,7 @@
 // count also the article's 5 prompts at once and one wave per --levels value (default 32,64) of the
 // random workload (the llama.cpp side-by-side's requests; --quick caps new tokens at 64, the article's
 // too), each beside the compute limit at the path's measured prefill rate (`--no-wave` leaves the
-// batched rows out; `--wave-paths 1,2` gives them to those paths only).
+// batched rows out, `--no-article` the article; `--wave-paths 1,2` gives them to those paths only).
 // At the largest thread count each path's accuracy on the formula-0.3b golden prompts is measured too.
 // After our paths at each thread count, where the bench package is installed (bench/llama/node-llama.ts),
 // llama.cpp on the same weights in its own process per GGUF (bench/llama/cpu-side.ts; `--llama bf16,q8_0`,
@@ -43,6 +43,7 @@ const quick = process.argv.includes('--quick');
 const threadsList = list(arg('--threads') ?? String(os.availableParallelism())).map(Number);
 const levels = list(arg('--levels') ?? '32,64').map(Number);
 const noWave = process.argv.includes('--no-wave');
+const noArticle = process.argv.includes('--no-article');
 const llamaWeights = process.argv.includes('--no-llama') ? [] : list(arg('--llama') ?? 'bf16,q8_0');
 const llamaSingles = !process.argv.includes('--llama-batched-only');
 const deadline = arg('--budget-s') ? Date.now() + Number(arg('--budget-s')) * 1000 : Infinity;
@@ -119,7 +120,7 @@ async function oursRow(p: Path, threads: number): Promise<void> {
   const { engine, setSink, kvBlockBytes, nextIds } = await openBenchEngine(dir, { ...opts, kvCacheMemory: 2 * 2 ** 30 }, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096, enablePrefixCaching: false });
   const batched = async (reqs: BenchRequest[], label: string): Promise<Batched> =>
     ({ ...(await engineRun(engine, setSink, reqs, reqs.length, label, kvBlockBytes, nextIds(reqs.length))), computeLimitTokS: computeLimit(reqs, single.prefillTokS) });
-  if (!late(`${p.name} t=${threads} article`)) {
+  if (!noArticle && !late(`${p.name} t=${threads} article`)) {
     row.article = await batched(article, "article's 5 prompts at once");
     console.log(`  article's 5 prompts ${tokS(row.article)}${limit(row.article)}`);
     await save();
@@ -148,6 +149,7 @@ async function llamaRows(weights: string, threads: number, part: 'single' | 'bat
   const tmp = `${out}.llama-${weights}-t${threads}-${part}.json`;
   const args = ['--out', tmp, '--weights', weights, '--threads', String(threads), '--levels', levels.join(',')];
   if (part !== 'single') args.push('--batched-threads', String(threads));
+  if (noArticle) args.push('--no-article');
   if (part === 'batched') args.push('--no-single');
   if (part !== 'batched' && threads === maxThreads) args.push('--accuracy');
   if (quick) args.push('--quick');

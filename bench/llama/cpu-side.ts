@@ -6,9 +6,10 @@
 // requests as ours: bench/engine/workload.ts; `--quick` caps new tokens at 64); with --accuracy its
 // accuracy on the formula-0.3b golden prompts (log-probabilities: llama.cpp hands out no logits).
 // --deadline-ms (epoch ms): rows not started by then are listed in `skipped` instead of measured;
-// --no-single: the batched rows only.
+// --no-single: the batched rows only; --no-article: the waves without the article.
 //   node --import tsx bench/llama/cpu-side.ts --out FILE [--weights q8_0|bf16] [--threads 2,16]
-//        [--batched-threads 16] [--levels 32,64] [--quick] [--accuracy] [--no-single] [--deadline-ms T]
+//        [--batched-threads 16] [--levels 32,64] [--quick] [--accuracy] [--no-single] [--no-article]
+//        [--deadline-ms T]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ensureDefaultModelDir } from '../../src/sidecar/model/default-bundle.js';
@@ -49,6 +50,7 @@ const { values: a } = parseArgs({
     quick: { type: 'boolean', default: false },
     accuracy: { type: 'boolean', default: false },
     'no-single': { type: 'boolean', default: false },
+    'no-article': { type: 'boolean', default: false },
     'deadline-ms': { type: 'string' },
   },
 });
@@ -104,7 +106,7 @@ for (const threads of threadsList) {
   if (row.single) log(`t=${threads}: decode ${row.single.decodeTokS.toFixed(1)} tok/s, prefill 512 ${row.single.prefillTokS.toFixed(0)} tok/s`);
   if (threads !== batchedThreads) continue;
   const ctx = { ...contextOptions, threads };
-  row.article = await timed(`article t=${threads}`, async () => llamaRun(model, await articleWorkload(quick ? 64 : 256), 5, 'llama.cpp, all 5 at once', ctx));
+  if (!a['no-article']) row.article = await timed(`article t=${threads}`, async () => llamaRun(model, await articleWorkload(quick ? 64 : 256), 5, 'llama.cpp, all 5 at once', ctx));
   if (row.article) log(`t=${threads}: article's 5 prompts ${row.article.outputTokS.toFixed(1)} tok/s`);
   for (const c of levels) {
     const result = await timed(`wave ${c} t=${threads}`, () => llamaRun(model, sideBySideWorkload(c, quick), c, `llama.cpp, random wave, ${c} streams`, ctx));
