@@ -83,7 +83,7 @@ describe('GrammarPool', () => {
     const pieces = bundle.tokenizer.size;
     expect(pieces % 32).not.toBe(0); // the last word xgrammar knows is partial: its padding bits are checked too
     // Any text: every piece but the specials is allowed, so a padding bit set would show.
-    const s = await wide.open({ kind: 'grammar', ebnf: 'root ::= [^\\x00]*' }, 1, bundle.eosIds);
+    const s = await wide.open({ kind: 'grammar', ebnf: 'root ::= [^\\x00]*', param: 'grammar' }, 1, bundle.eosIds);
     expect(s.maskWords).toBe(Math.ceil(103_424 / 32));
     const ids: number[] = [];
     for (let t = 0; t < 103_424; t++) if ((s.buf[1 + (t >> 5)]! >>> (t & 31)) & 1) ids.push(t);
