@@ -15,9 +15,9 @@ function level(c: number, e: number, h: number, ttft: [number, number], itl: [nu
 describe('bench/serve-gpu', () => {
   it("defaults to the issue's workload on CUDA and takes CPU proof sizes", () => {
     const g = serveGpuOptions(['/out']);
-    expect(g).toMatchObject({ outDir: '/out', device: 'cuda', levels: [1, 64, 256, 512], prompts: [16, 192, 768, 1536], precisions: ['bfloat16', 'float32'], maxNumBatchedTokens: 2048 });
+    expect(g).toMatchObject({ outDir: '/out', device: 'cuda', levels: [1, 64, 256, 512], prompts: [48, 192, 768, 1536], precisions: ['bfloat16', 'float32'], maxNumBatchedTokens: 2048 });
     const flags = workloadFlags(g).join(' ');
-    for (const f of ['--random-input-len 32-512', '--random-output-len 64-256', '--ignore-eos', '--temperature 0', '--max-concurrency 1,64,256,512', '--num-prompts 16,192,768,1536']) expect(flags).toContain(f);
+    for (const f of ['--random-input-len 32-512', '--random-output-len 64-256', '--ignore-eos', '--temperature 0', '--max-concurrency 1,64,256,512', '--num-prompts 48,192,768,1536']) expect(flags).toContain(f);
     const c = serveGpuOptions(['/o', '--device', 'cpu', '--levels', '1,4', '--prompts', '3,8']);
     expect(c).toMatchObject({ device: 'cpu', levels: [1, 4], prompts: [3, 8], maxNumBatchedTokens: 512 });
     expect(() => serveGpuOptions(['/o', '--levels', '1,4', '--prompts', '3'])).toThrow(/as many/);
