@@ -242,13 +242,18 @@ class Walk {
     }
   }
 
-  private array(node: Obj, pointer: string, depth: number): void {
-    this.range(node, pointer, 'minItems', 'maxItems');
-    for (const key of ['items', 'unevaluatedItems']) {
+  /** Keywords whose value is one schema (an object or a boolean; `false` allows nothing more). */
+  private subSchemas(node: Obj, pointer: string, depth: number, keys: readonly string[]): void {
+    for (const key of keys) {
       if (!(key in node)) continue;
       if (!isSchema(node[key])) this.failKeyword(pointer, key, 'must be a schema (an object or a boolean)');
       if (node[key] !== false) this.schema(node[key], `${pointer}/${key}`, depth + 1);
     }
+  }
+
+  private array(node: Obj, pointer: string, depth: number): void {
+    this.range(node, pointer, 'minItems', 'maxItems');
+    this.subSchemas(node, pointer, depth, ['items', 'unevaluatedItems']);
     if ('prefixItems' in node) {
       const items = node.prefixItems;
       if (!Array.isArray(items)) this.failKeyword(pointer, 'prefixItems', 'must be an array of schemas');
@@ -270,11 +275,7 @@ class Walk {
     if ('required' in node && (!Array.isArray(node.required) || node.required.some((r) => typeof r !== 'string'))) {
       this.failKeyword(pointer, 'required', 'must be an array of property names');
     }
-    for (const key of ['additionalProperties', 'unevaluatedProperties']) {
-      if (!(key in node)) continue;
-      if (!isSchema(node[key])) this.failKeyword(pointer, key, 'must be a schema (an object or a boolean)');
-      if (node[key] !== false) this.schema(node[key], `${pointer}/${key}`, depth + 1);
-    }
+    this.subSchemas(node, pointer, depth, ['additionalProperties', 'unevaluatedProperties']);
     if ('propertyNames' in node) {
       const names = node.propertyNames;
       if (!isObj(names)) this.failKeyword(pointer, 'propertyNames', 'must be a schema object');
