@@ -1,8 +1,8 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
-// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone. `--paths 1,2,0` runs only those (indices,
-// in that order).
+// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone, and last int8 with one activation plane
+// (--dtype bfloat16). `--paths 1,2,0` runs only those (indices, in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
 // of 512 tokens (beside the bandwidth ceiling and the kernels' measured peak); at the largest thread
 // count also the article's 5 prompts at once and one wave per --levels value (default 32,64) of the
@@ -58,6 +58,8 @@ const paths: Path[] = [
   { name: 'int8, best', isa: '', quantization: 'int8', precise: true },
   ...(cpu.amx && cpu.avx512vnni ? [{ name: 'int8, avx512vnni', isa: 'avx512', quantization: 'int8', precise: true } as Path] : []),
   ...(cpu.amx ? [{ name: 'int8, amx-int8 at every M', isa: 'amx', quantization: 'int8', precise: true } as Path] : []),
+  // --dtype bfloat16 with int8 weights: one activation plane (last, so the indices above keep their meaning).
+  { name: 'int8 1 plane, best', isa: '', quantization: 'int8', precise: false },
 ];
 const pick = (s: string | undefined) => (s ? list(s).map((i) => paths[Number(i)]).filter((p): p is Path => p !== undefined) : paths);
 const chosen = pick(arg('--paths'));
@@ -202,6 +204,9 @@ const find = (name: string, t: number) => rows.find((r) => r.path === name && r.
 const wave = (r: Row | undefined, c: number) => r?.waves?.find((w) => w.concurrency === c)?.result;
 for (const t of threadsList) {
   const base = find('bf16 precise, avx512', t), i8 = find('int8, best', t), amx = find('bf16 precise, amx-bf16', t);
+  const one = find('int8 1 plane, best', t);
+  if (base?.single && one?.single) ratios[`t${t} int8 1 plane/bf16 decode`] = one.single.decodeTokS / base.single.decodeTokS;
+  if (base?.single && one?.single) ratios[`t${t} int8 1 plane/bf16 prefill512`] = one.single.prefillTokS / base.single.prefillTokS;
   if (base?.single && i8?.single) ratios[`t${t} int8/bf16 decode`] = i8.single.decodeTokS / base.single.decodeTokS;
   if (base?.single && i8?.single) ratios[`t${t} int8/bf16 prefill512`] = i8.single.prefillTokS / base.single.prefillTokS;
   if (base?.single && amx?.single) ratios[`t${t} amx-bf16/avx512 decode`] = amx.single.decodeTokS / base.single.decodeTokS;
@@ -210,6 +215,8 @@ for (const t of threadsList) {
     const b = wave(base, c), i = wave(i8, c), x = wave(amx, c);
     if (b && i) ratios[`t${t} int8/bf16 wave${c}`] = i.outputTokS / b.outputTokS;
     if (b && x) ratios[`t${t} amx-bf16/avx512 wave${c}`] = x.outputTokS / b.outputTokS;
+    const o = wave(one, c);
+    if (b && o) ratios[`t${t} int8 1 plane/bf16 wave${c}`] = o.outputTokS / b.outputTokS;
   }
 }
 const sides = Object.fromEntries(Object.entries(llamaCpp).flatMap(([w, s]) => ('rows' in s ? [[w, s]] : [])));

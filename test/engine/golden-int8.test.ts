@@ -2,8 +2,9 @@
 // formula-0.3b goldens: max |logit diff| at the last prompt position and the share of greedy
 // tokens equal to HF's, printed and asserted, with the int8 paths this CPU has. llama.cpp's Q8_0
 // on the formula-0.3b weights reaches max |diff| 0.93-1.30 and misses the greedy tokens of all
-// three prompts (issue #27); int8 here must do better on every prompt. Also: a request's logits
-// are the same bits alone, among other requests, and on 1 or 2 threads (batch invariance).
+// three prompts (issue #27); the default int8 (two activation planes) must do better on every
+// prompt, one plane (--dtype bfloat16) is held to its own, looser bound. Also, for each: a request's
+// logits are the same bits alone, among other requests, and on 1 or 2 threads (batch invariance).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { native, type NativeModel } from '../../src/sidecar/native.js';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
-import { loadModel, nativeLoadOptions } from '../../src/sidecar/model/load.js';
+import { kernelNames, loadModel, nativeLoadOptions } from '../../src/sidecar/model/load.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { GOLDEN, maxAbsDiff, readF32, readGolden, scatteredBlocks } from './helpers.js';
 
@@ -68,7 +69,18 @@ it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
   }
 });
 
-describe('int8 on the formula-0.3b golden (real 0.3B shape)', () => {
+// The two int8 variants a user can pick (README, "int8 weights"): two activation planes (value and
+// residual; --dtype auto, the default) and one plane (--dtype bfloat16). Each one's accuracy bound on
+// formula-0.3b is asserted here; only the two-plane variant beats llama.cpp Q8_0 on every prompt.
+// NOTE: one plane rounds each activation to half a step of its row's max |x| / 127, as coarse as Q8_0's
+// per-32 blocks or coarser; its measured error is above Q8_0's and its free-running greedy tokens leave
+// HF's early (bench/results/cpu-int8-zen5-wave.json): it is bounded, not held to the Q8_0 target.
+const VARIANTS = [
+  { name: '2 planes (default)', precise: true, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
+  { name: '1 plane (--dtype bfloat16)', precise: false, maxDiff: 2.5, allGreedy: false },
+] as const;
+
+describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $name', ({ name, precise, maxDiff, allGreedy }) => {
   const golden = readGolden('formula-0.3b');
   const config = JSON.parse(readFileSync(path.join(GOLDEN, 'formula-0.3b', 'config.json'), 'utf8')) as Record<string, unknown>;
   let dir: string;
@@ -76,32 +88,42 @@ describe('int8 on the formula-0.3b golden (real 0.3B shape)', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-int8-'));
     await writeFormulaCheckpoint(dir, config);
-    model = (await loadModel(dir, { quantization: 'int8', kvBlocks: 16, blockSize: 16 })).model;
+    model = (await loadModel(dir, { quantization: 'int8', precise, kvBlocks: 80, blockSize: 16 })).model;
   });
   afterAll(async () => {
     model?.close();
     if (dir && existsSync(dir)) await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(golden.prompts.map((p, i) => [i, p] as const))('prompt %i: better than llama.cpp Q8_0, every greedy token equal', async (i, p) => {
+  it('names its kernels and planes', () => {
+    expect(model.info()).toMatchObject({ quantization: 'int8', gemm: cpu.bestInt8 });
+    expect(kernelNames({ device: 'cpu', quantization: 'int8', precise }, cpu)).toContain(precise ? '2 planes' : '1 plane');
+  });
+
+  it.each(golden.prompts.map((p, i) => [i, p] as const))(`prompt %i: max |logit diff| under ${maxDiff.toFixed(4)}${allGreedy ? ', every greedy token equal (better than llama.cpp Q8_0)' : ''}`, async (i, p) => {
     const got = await model.forward([{ tokens: Int32Array.from(p.prompt), startPos: 0, blockTable: scatteredBlocks(4, 16, i + 5), logits: 1 }]);
     const diff = maxAbsDiff(got, readF32('formula-0.3b', p.last_logits_file));
     const g = await greedyShare(model, p.prompt, p.greedy, scatteredBlocks(5, 16, i));
-    console.log(`[int8 ${model.info().gemm}] formula-0.3b prompt ${i}: max |logit diff| ${diff.toFixed(4)} (llama.cpp Q8_0: >= ${LLAMA_Q8_0_FORMULA_MIN_DIFF}), greedy tokens equal to HF ${g.prefix}/${p.greedy.length}`);
-    expect(diff).toBeLessThan(LLAMA_Q8_0_FORMULA_MIN_DIFF / 4);
-    expect(g.share).toBe(1);
+    console.log(`[int8 ${model.info().gemm}, ${name}] formula-0.3b prompt ${i}: max |logit diff| ${diff.toFixed(4)} (llama.cpp Q8_0: >= ${LLAMA_Q8_0_FORMULA_MIN_DIFF}), greedy tokens equal to HF ${g.prefix}/${p.greedy.length}`);
+    expect(diff).toBeLessThan(maxDiff);
+    if (allGreedy) expect(g.share).toBe(1);
   });
 
-  it('a request gives the same bits alone, among 7 others, and on one thread', async () => {
+  it('a request gives the same bits alone, among 7 others, among 63 others (a 64-stream wave), and on one thread', async () => {
     const p = golden.prompts[0]!.prompt;
     const alone = await model.forward([{ tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(0, 1), logits: 1 }]);
-    const others = Array.from({ length: 7 }, (_, j) => ({ tokens: Int32Array.from({ length: 3 + j }, (_, t) => 100 + 31 * t + j), startPos: 0, blockTable: Int32Array.of(2 + j), logits: 1 as const }));
-    const batch = await model.forward([...others.slice(0, 3), { tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(10, 11), logits: 1 }, ...others.slice(3)]);
-    expect(Buffer.compare(Buffer.from(batch.buffer, batch.byteOffset + 3 * alone.byteLength, alone.byteLength), Buffer.from(alone.buffer, alone.byteOffset, alone.byteLength))).toBe(0);
-    const one = (await loadModel(dir, { quantization: 'int8', kvBlocks: 4, blockSize: 16, threads: 1 })).model;
+    const same = (got: Float32Array, at: number) =>
+      Buffer.compare(Buffer.from(got.buffer, got.byteOffset + at * alone.byteLength, alone.byteLength), Buffer.from(alone.buffer, alone.byteOffset, alone.byteLength));
+    const seven = Array.from({ length: 7 }, (_, j) => ({ tokens: Int32Array.from({ length: 3 + j }, (_, t) => 100 + 31 * t + j), startPos: 0, blockTable: Int32Array.of(2 + j), logits: 1 as const }));
+    const batch = await model.forward([...seven.slice(0, 3), { tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(10, 11), logits: 1 }, ...seven.slice(3)]);
+    expect(same(batch, 3)).toBe(0);
+    const others = Array.from({ length: 63 }, (_, j) => ({ tokens: Int32Array.from({ length: 1 + (j % 8) }, (_, t) => 100 + 31 * t + j), startPos: 0, blockTable: Int32Array.of(2 + j), logits: 1 as const }));
+    const wave = await model.forward([...others.slice(0, 30), { tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(70, 71), logits: 1 }, ...others.slice(30)]);
+    expect(same(wave, 30)).toBe(0);
+    const one = (await loadModel(dir, { quantization: 'int8', precise, kvBlocks: 4, blockSize: 16, threads: 1 })).model;
     try {
       const single = await one.forward([{ tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(0, 1), logits: 1 }]);
-      expect(Buffer.compare(Buffer.from(single.buffer, single.byteOffset, single.byteLength), Buffer.from(alone.buffer, alone.byteOffset, alone.byteLength))).toBe(0);
+      expect(same(single, 0)).toBe(0);
     } finally {
       one.close();
     }
