@@ -50,7 +50,7 @@ const NOTES: Record<string, string> = {
   user: 'accepted as metadata (no effect on the output, as OpenAI)',
   stop: 'never included in the output',
   seed: 'reproducible per seed, alone or batched',
-  messages: '`name` is passed to the chat template (ERNIE\'s does not render it, as with vLLM); text parts are joined; assistant `tool_calls` and `tool` messages (`tool_call_id`) are accepted',
+  messages: '`name` is passed to the chat template (ERNIE\'s does not render it, as with vLLM); text parts are joined; assistant `tool_calls` and `tool` messages (`tool_call_id`) are accepted; the legacy `function_call` and role `function` are refused (400)',
   response_format: '`text`, `json_object`, or `json_schema` (enforced exactly, `strict` or not; `name` and `description` are labels); one constraint per request',
   structured_outputs: 'vLLM: exactly one of `json`, `regex`, `choice`, `grammar` (xgrammar EBNF), `json_object`, `structural_tag`; `disable_fallback` accepted (no fallback exists); whitespace options refused',
   guided_json: 'vLLM (older): a JSON Schema, object or JSON text',

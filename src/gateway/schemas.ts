@@ -118,12 +118,19 @@ const toolCallIn = z.object({
 });
 export const chatMessageSchema = z
   .object({
-    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool']),
+    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool'], {
+      error: (iss) => (iss.input === 'function' ? "role 'function' (OpenAI's legacy function calling) is not supported: send role 'tool' with tool_call_id" : undefined),
+    }),
     // null is allowed for assistant turns (OpenAI sends it alongside tool_calls); absent only with tool_calls.
     content: z.union([z.string(), z.array(textPart).max(1024)]).nullish(),
     name: opt(z.string().max(256)),
     tool_calls: opt(z.array(toolCallIn).max(MAX_TOOLS)),
     tool_call_id: opt(z.string().max(256)),
+    // The legacy assistant turn: stripped as an unknown field, the call would vanish from the history.
+    function_call: z
+      .unknown()
+      .refine((v) => v === null, { message: "function_call (OpenAI's legacy function calling) is not supported: send tool_calls" })
+      .optional(),
   })
   .refine((m) => m.content !== undefined || (m.role === 'assistant' && m.tool_calls != null), { message: 'content is required', path: ['content'] });
 export type ChatMessageIn = z.infer<typeof chatMessageSchema>;

@@ -226,6 +226,19 @@ describe('history and the prompt', () => {
     expect(p.toolFallback[0].content).toContain(JSON.stringify(weather));
   });
 
+  it("the legacy function calling history (an assistant function_call, a 'function' role) is a 400 naming it, not dropped", async () => {
+    const { post } = env();
+    const legacyCall = { role: 'assistant', content: null, function_call: { name: 'get_time', arguments: '{}' } };
+    const e1 = await expectError(await post('/v1/chat/completions', { model: MODEL, messages: [...msgs, legacyCall] }), 400);
+    expect(e1.param).toBe('messages[1].function_call');
+    expect(e1.message).toMatch(/function_call .*not supported.*tool_calls/);
+    const e2 = await expectError(await post('/v1/chat/completions', { model: MODEL, messages: [...msgs, { role: 'function', name: 'get_time', content: '12:00' }] }), 400);
+    expect(e2.param).toBe('messages[1].role');
+    expect(e2.message).toMatch(/role 'function'.*role 'tool'/);
+    // Its no-op value passes (some clients send the key as null).
+    expect((await post('/v1/chat/completions', { model: MODEL, messages: [...msgs, { role: 'assistant', content: 'ok', function_call: null }, msgs[0]] })).status).toBe(200);
+  });
+
   it('a user message without content is still a 400', async () => {
     const { post } = env();
     expect((await expectError(await post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user' }] }), 400)).param).toMatch(/^messages/);

@@ -96,3 +96,20 @@ describe('lowered sources accept exactly their literals', () => {
     g.dispose();
   });
 });
+
+describe('regex constraints are lowered too', () => {
+  it.each([
+    ['(abcd|abd)', ['abcd', 'abd'], ['a', 'b', 'c', 'd']],
+    ['(0\\.25|0\\.5)', ['0.25', '0.5'], ['0', '.', '2', '5']],
+    ['(cat|car|cart)s?', ['cat', 'cats', 'car', 'cars', 'cart', 'carts'], ['c', 'a', 't', 'r', 's']],
+  ])('%s accepts exactly what the RegExp matches', async (pattern, language, alphabet) => {
+    const text = await lowered({ kind: 'regex', pattern, param: 'p' });
+    expect(await mismatches(text, language, 6, alphabet)).toEqual([]);
+  }, 60_000);
+
+  it('a regex that xgrammar alone gets wrong (what the lowering is for)', async () => {
+    const g = await xg.Grammar.fromStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: '(abcd|abd)' } });
+    expect(await xg.Testings.isGrammarAcceptString(g, 'abccd')).toBe(true);
+    g.dispose();
+  });
+});
