@@ -10,6 +10,8 @@ namespace avx2 {
 extern const Kernels kKernels;
 }
 namespace amx {
+size_t act_bytes(int M, int K);
+void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 double dot_peak_bf16(long iters);
 const char* bf16_small_rows_kernel();
@@ -18,11 +20,14 @@ const char* bf16_tile_order();
 bool amx_usable();  // qgemm.h
 
 namespace {
-// The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc); everything else stays AVX-512.
+// The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc), which reads its own activation layout
+// (amx_bf16.inc); everything else stays AVX-512.
 const Kernels* amx_kernels() {
   static const Kernels k = [] {
     Kernels t = avx512::kKernels;
     t.isa = "amx-bf16";
+    t.act_bytes = amx::act_bytes;
+    t.prepare_act = amx::prepare_act;
     t.gemm = amx::gemm_bf16;
     t.dot_peak = amx::dot_peak_bf16;
     return t;
