@@ -101,6 +101,9 @@ struct Kernels {
   // the FLOPs done. Timed on every thread at once: the machine's compute ceiling for the GEMMs
   // (benchmarks only).
   double (*dot_peak)(long iters);
+  // Output rows per GEMM task (a multiple of kPackRows) for a GEMM of M input rows and n_out output
+  // rows in all on `threads` threads; nullptr: the model runner's fixed slices.
+  int (*gemm_task_rows)(int M, int n_out, int threads) = nullptr;
 };
 
 // On AMX hosts, the kernel that amx-bf16 GEMMs of up to 4 rows (decode steps) run on: "avx512bf16
