@@ -2,6 +2,7 @@
 // without AMX: AMX-BF16 against a double reference and bit-identical per row whatever the batch;
 // AMX-INT8 bit-identical to the AVX512-VNNI kernel; the AVX-512 model of the tile arithmetic
 // (small M) chosen and bit-identical to the tiles. Run by tools/amx-emu-check.sh; exit 1 on failure.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include "cpu/qgemm.h"
 
 namespace ee::cpu::amx {
+size_t act_bytes(int M, int K);
+void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 const char* bf16_small_rows_kernel();
 const char* bf16_tile_order();
@@ -49,8 +52,8 @@ int main() {
         0, 0, false);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int shapes[][3] = {{1, 64, 64},   {16, 32, 32}, {17, 64, 96},  {33, 96, 1024},
-                           {45, 100, 70}, {3, 31, 45},  {64, 256, 256}};
+  const int shapes[][3] = {{1, 64, 64}, {16, 32, 32},   {17, 64, 96},   {33, 96, 1024}, {45, 100, 70},
+                           {3, 31, 45}, {64, 256, 256}, {80, 128, 128}, {5, 64, 80}};
   for (auto& s : shapes)
     for (bool precise : {true, false}) {
       const int M = s[0], N = s[1], K = s[2];
@@ -64,9 +67,10 @@ int main() {
       auto run16 = [&](const float* xs, int m, float* y) {
         Act a;
         a.M = m, a.K = K, a.Kp = pad_k(K), a.precise = precise;
-        std::vector<uint8_t> buf(k512->act_bytes(m, K) + 64);
+        std::vector<uint8_t> buf(amx::act_bytes(m, K) + 64);
         a.data = buf.data();
-        k512->prepare_act(xs, K, a, 0, m);
+        // In 16-row slices, as the model runner prepares a step's rows.
+        for (int m0 = 0; m0 < m; m0 += 16) amx::prepare_act(xs, K, a, m0, std::min(m, m0 + 16));
         amx::gemm_bf16(a, packed.data(), N, 0, N, y, N);
       };
       std::vector<float> y(size_t(M) * N), alone(size_t(M) * N);

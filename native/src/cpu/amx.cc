@@ -1,8 +1,9 @@
 // AMX kernels, the only translation unit built with -mamx-tile -mamx-bf16 -mamx-int8 (binding.gyp),
 // so the rest of the binary runs on CPUs without AMX. Selected at run time (kernels.cc, qgemm.cc)
 // only when amx_usable(): CPUID reports AMX-TILE, AMX-BF16 and AMX-INT8 and Linux granted the tile
-// state. The tile code is amx.inc; the N % 32 tail rows and the activations' preparation are the
-// AVX-512 kernels' (the CPU has AVX-512 wherever it has AMX).
+// state. The tile code is amx.inc (configuration, int8) and amx_bf16.inc (bf16: its own activation
+// layout, prepared here too); the int8 activations' preparation is the AVX-512 kernels' (the CPU has
+// AVX-512 wherever it has AMX).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,7 +28,6 @@
 
 namespace ee::cpu {
 namespace avx512 {
-extern const Kernels kKernels;
 void prepare_act8_s8(const float* x, int ldx, const Act& a, int m0, int m1);
 }  // namespace avx512
 
@@ -63,6 +63,7 @@ inline void epilogue_planes(const int32_t* c, int mr, const float* sw, const flo
 }  // namespace ee::cpu
 
 #include "cpu/amx.inc"
+#include "cpu/amx_bf16.inc"
 #include "cpu/amx_model.inc"
 
 namespace ee::cpu::amx {
@@ -159,9 +160,9 @@ TileModel select_tile_model() {
         for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng) * (i % 5 == 0 ? 100.0f : 1.0f);
         Act a;
         a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = precise;
-        std::vector<uint8_t> buf(avx512::kKernels.act_bytes(M, K) + 64);
+        std::vector<uint8_t> buf(act_bytes(M, K) + 64);
         a.data = buf.data();
-        avx512::kKernels.prepare_act(x.data(), K, a, 0, M);
+        prepare_act(x.data(), K, a, 0, M);
         gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
         model::gemm_blocks(tm, a, packed.data(), 0, N / kPackRows, mod.data(), N);
         same = same && std::memcmp(tiles.data(), mod.data(), size_t(M) * N * sizeof(float)) == 0;
@@ -195,9 +196,9 @@ const char* diagnose_tile_order() {
   for (int k = 0; k < K; ++k) x[size_t(k)] = bf16_to_f32(f32_to_bf16(u(rng) * (k % 4 == 0 ? 50.0f : 1.0f)));
   Act a;
   a.M = 1, a.K = K, a.Kp = pad_k(K), a.precise = false;
-  std::vector<uint8_t> buf(avx512::kKernels.act_bytes(1, K) + 64);
+  std::vector<uint8_t> buf(act_bytes(1, K) + 64);
   a.data = buf.data();
-  avx512::kKernels.prepare_act(x.data(), K, a, 0, 1);
+  prepare_act(x.data(), K, a, 0, 1);
   gemm_bf16_blocks(a, packed.data(), 0, N / kPackRows, tiles.data(), N);
   const char* names[] = {"sdm", "sequential", "pair-fused", "tile-fused", "tile-rounded"};
   for (int h = 0; h < 5; ++h) {
@@ -237,7 +238,8 @@ void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, i
     if (tm != TileModel::kNone) model::gemm_blocks(tm, a, w, b0, b1, y, ldy);
     else gemm_bf16_blocks(a, w, b0, b1, y, ldy);
   }
-  if (std::max(n0, full) < n1) avx512::kKernels.gemm(a, w, N, std::max(n0, full), n1, y, ldy);
+  for (int n = std::max(n0, full); n < n1; ++n)
+    for (int m = 0; m < a.M; ++m) y[size_t(m) * ldy + n] = dot_row(a, m, w + size_t(n) * a.Kp);
 }
 
 const char* bf16_tile_order() {

@@ -10,6 +10,8 @@ namespace avx2 {
 extern const Kernels kKernels;
 }
 namespace amx {
+size_t act_bytes(int M, int K);
+void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
 double dot_peak_bf16(long iters);
 const char* bf16_small_rows_kernel();
@@ -18,13 +20,31 @@ const char* bf16_tile_order();
 bool amx_usable();  // qgemm.h
 
 namespace {
-// The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc); everything else stays AVX-512.
+// AMX-BF16 tasks: a GEMM of more than 16 rows (the tile kernel of many rows) in slices of the largest
+// of 128, 64 and 32 rows that still gives each thread 4 tasks, so that at 16 threads the 1024-row
+// matrices (o_proj, down_proj) are not 8 slices on 8 threads while the others wait; with few threads
+// 128-row slices, whose activations are reused across more weight blocks. Fewer rows: 128 (decode
+// steps stream the weights; their slices are the runner's).
+// NOTE: from the AMX host's kernel benchmark (bench/results/cpu-amx-kernels-intel.json: 64- and 32-row
+// tasks beat 128 at 16 threads, 128 won at 2).
+int amx_task_rows(int M, int n_out, int threads) {
+  if (M <= 16) return 128;
+  for (int rows : {128, 64})
+    if ((n_out + rows - 1) / rows >= 4 * threads) return rows;
+  return 32;
+}
+
+// The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc), which reads its own activation layout
+// (amx_bf16.inc); everything else stays AVX-512.
 const Kernels* amx_kernels() {
   static const Kernels k = [] {
     Kernels t = avx512::kKernels;
     t.isa = "amx-bf16";
+    t.act_bytes = amx::act_bytes;
+    t.prepare_act = amx::prepare_act;
     t.gemm = amx::gemm_bf16;
     t.dot_peak = amx::dot_peak_bf16;
+    t.gemm_task_rows = amx_task_rows;
     return t;
   }();
   return &k;

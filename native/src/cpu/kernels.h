@@ -14,7 +14,8 @@ namespace ee::cpu {
 // AVX512-BF16: x split into bf16 planes hi = bf16(x), lo = bf16(x - hi), rows padded to Kp (a
 // multiple of 32) with zeros; W·x = W·hi + W·lo keeps ~16 bits of x's mantissa (fp32-grade
 // results at bf16 dot-product speed). precise=false drops the lo plane (x rounded to bf16, as
-// llama.cpp does). AVX2: a plain fp32 copy of x.
+// llama.cpp does). AMX-BF16: the same planes in tile order, 16 rows per group (amx_bf16.inc). AVX2:
+// a plain fp32 copy of x. Each table's act_bytes / prepare_act make the layout its gemm reads.
 struct Act {
   void* data = nullptr;
   int M = 0, K = 0, Kp = 0;
@@ -100,6 +101,9 @@ struct Kernels {
   // the FLOPs done. Timed on every thread at once: the machine's compute ceiling for the GEMMs
   // (benchmarks only).
   double (*dot_peak)(long iters);
+  // Output rows per GEMM task (a multiple of kPackRows) for a GEMM of M input rows and n_out output
+  // rows in all on `threads` threads; nullptr: the model runner's fixed slices.
+  int (*gemm_task_rows)(int M, int n_out, int threads) = nullptr;
 };
 
 // On AMX hosts, the kernel that amx-bf16 GEMMs of up to 4 rows (decode steps) run on: "avx512bf16

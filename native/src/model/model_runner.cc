@@ -81,14 +81,19 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
     if (int8) k8_->prepare_act(x, K, a, m0, m1);
     else k_->prepare_act(x, K, a, m0, m1);
   });
-  // Tasks: fixed kGemmRowsPerTask-row slices of every weight matrix, handed out dynamically.
+  // Tasks: fixed-size slices of every weight matrix (kGemmRowsPerTask rows, or the kernels' own
+  // choice), handed out dynamically.
+  int n_out = 0;
+  for (const MatOut& o : outs) n_out += o.n;
+  const int per_task = !int8 && k_->gemm_task_rows ? k_->gemm_task_rows(T, n_out, pool_->size()) : kGemmRowsPerTask;
+  ENGINE_ASSERT(per_task > 0 && per_task % cpu::kPackRows == 0);
   std::vector<std::pair<const MatOut*, int>> tasks;
   for (const MatOut& o : outs)
-    for (int n = 0; n < o.n; n += kGemmRowsPerTask) tasks.emplace_back(&o, n);
+    for (int n = 0; n < o.n; n += per_task) tasks.emplace_back(&o, n);
   pool_->run(int(tasks.size()), [&](int t, int) {
     const MatOut& o = *tasks[size_t(t)].first;
     const int n0 = tasks[size_t(t)].second;
-    const int n1 = std::min(o.n, n0 + kGemmRowsPerTask);
+    const int n1 = std::min(o.n, n0 + per_task);
     if (int8) k8_->gemm(a, *o.q, o.n, n0, n1, o.y, o.n);
     else k_->gemm(a, o.w, o.n, n0, n1, o.y, o.n);
   });
