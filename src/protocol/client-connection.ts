@@ -2,13 +2,19 @@
 // queues and REPLY frames to pending calls, and sends the streams' credit (./flow.ts) back, all streams'
 // reports of one task in one CREDIT frame. When the transport closes, every open stream receives an
 // ENGINE_DEAD error event and every pending call rejects with EngineError('ENGINE_DEAD').
+// Large inputs (./messages.ts: inputBytes) are encoded by the injected FrameCodec when there is one
+// (./frame-codec.ts: off this thread). Frames still leave in the order send() was called: while an
+// encoding is under way, later frames (its ABORT, other streams' CREDIT) queue behind it.
 
 import { EngineError, type ModelInfo } from './engine-client.js';
 import { EventQueue } from './event-queue.js';
+import type { FrameCodec } from './frame-codec.js';
 import { FrameDecoder, writeParts } from './framing.js';
 import {
   callResultSchemas,
   decodeMessage,
+  inputBytes,
+  LARGE_INPUT_BYTES,
   packedResultSchemas,
   encodeMessageParts,
   PROTOCOL_VERSION,
@@ -35,10 +41,13 @@ export class ClientConnection {
   private helloWaiter: { resolve: (m: ModelInfo) => void; reject: (e: EngineError) => void } | null = null;
   private credits = new Map<string, number>(); // stream id → units consumed in all, not yet sent
   model: ModelInfo | null = null;
+  /** Settles once every frame sent so far has been handed to the transport; null when none is pending. */
+  private ordered: Promise<void> | null = null;
 
   constructor(
     private readonly transport: ByteTransport,
     private readonly maxFrameBytes: number,
+    private readonly codec?: FrameCodec,
   ) {
     const decoder = new FrameDecoder(maxFrameBytes);
     transport.onData((chunk) => {
@@ -81,10 +90,33 @@ export class ClientConnection {
     });
   }
 
+  /**
+   * Writes the message's frame; settles when the transport took it. The frame is written synchronously,
+   * before send() returns, unless it is a large input for the codec or queues behind one.
+   */
   async send<T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> {
     if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
+    const write = (parts: Uint8Array[]) => writeParts((b) => this.transport.write(b), parts);
     try {
-      await writeParts((b) => this.transport.write(b), encodeMessageParts(type, body, this.maxFrameBytes));
+      const offThread = this.codec !== undefined && inputBytes(type, body) > LARGE_INPUT_BYTES;
+      if (!offThread && this.ordered === null) return await write(encodeMessageParts(type, body, this.maxFrameBytes));
+      const parts = offThread ? this.codec!.encode(type, body, this.maxFrameBytes) : Promise.resolve(encodeMessageParts(type, body, this.maxFrameBytes));
+      // `written` settles once this frame is handed to the transport (not when the transport has sent it),
+      // which is all the next frame in line waits for.
+      let written!: Promise<void>;
+      const turn = (this.ordered ?? Promise.resolve()).then(async () => {
+        const p = await parts;
+        if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
+        written = write(p);
+      });
+      const tail = turn.catch(() => undefined);
+      this.ordered = tail;
+      void tail.then(() => {
+        if (this.ordered === tail) this.ordered = null;
+      });
+      parts.catch(() => undefined); // a failed encoding is this send's failure, reported below
+      await turn;
+      await written;
     } catch (err) {
       throw err instanceof EngineError ? err : dead(err);
     }

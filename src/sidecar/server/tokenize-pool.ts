@@ -19,12 +19,11 @@
 // Priority: each worker lowers its own thread below the serving threads (./thread-priority.ts), so a
 // worker never competes with a stream's next frame for a core; `priority` says what it got.
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { EngineError, type EngineErrorCode, type Prompt } from '../../protocol/engine-client.js';
 import type { TokenizeInput, TokenizerLoadOptions } from '../tokenizer/index.js';
 import type { ThreadPriority } from './thread-priority.js';
+import { sibling, startTsWorker } from './ts-worker.js';
 
 /** Inputs up to this many characters, and chats up to INLINE_MAX_MESSAGES, are tokenized inline. */
 export const INLINE_MAX_CHARS = 16 * 1024;
@@ -181,7 +180,7 @@ export class TokenizePool {
 
   private spawn(): Promise<void> {
     this.spawned++;
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...this.data, entry: ENTRY, tsx: TSX } });
+    const worker = startTsWorker(sibling(import.meta.url, 'tokenize-worker'), this.data);
     worker.unref(); // an idle pool must not keep the process alive
     const w = new PoolWorker(worker);
     return new Promise<void>((ready, failed) => {
@@ -221,14 +220,3 @@ async function toArray(ids: Int32Array): Promise<number[]> {
   }
   return out;
 }
-
-// The worker runs this module's sibling: ./tokenize-worker.js when compiled (dist/), else the .ts
-// source through tsx's loader, registered in the worker itself (loader hooks are per thread).
-const fromSource = import.meta.url.endsWith('.ts');
-const ENTRY = new URL(`./tokenize-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href;
-const TSX = fromSource ? new URL('./dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href : null;
-const BOOTSTRAP = `(async () => {
-  const { workerData } = require('node:worker_threads');
-  if (workerData.tsx) (await import(workerData.tsx)).register();
-  await import(workerData.entry);
-})().catch((e) => { setImmediate(() => { throw e; }); });`;

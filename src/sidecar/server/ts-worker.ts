@@ -1,0 +1,30 @@
+// Starting a worker thread on a module of this source tree, compiled or not: the entry is the module's
+// .js sibling when running from dist/, else its .ts source through tsx's loader, registered in the worker
+// itself (loader hooks are per thread).
+
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+const BOOTSTRAP = `(async () => {
+  const { workerData } = require('node:worker_threads');
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  await import(workerData.entry);
+})().catch((e) => { setImmediate(() => { throw e; }); });`;
+
+let tsxApi: string | null | undefined;
+
+/**
+ * A worker running `entry` (a URL ending in .ts or .js, next to the caller: new URL('./x.js', import.meta.url)
+ * with the caller's own extension), given `data` as its workerData (plus `entry` and `tsx`).
+ */
+export function startTsWorker(entry: URL, data: object): Worker {
+  const fromSource = entry.pathname.endsWith('.ts');
+  tsxApi ??= fromSource ? new URL('./dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href : null;
+  return new Worker(BOOTSTRAP, { eval: true, workerData: { ...data, entry: entry.href, tsx: fromSource ? tsxApi : null } });
+}
+
+/** The sibling module `name` (without extension) of the module at `here`, with that module's own extension. */
+export function sibling(here: string, name: string): URL {
+  return new URL(`./${name}.${here.endsWith('.ts') ? 'ts' : 'js'}`, here);
+}
