@@ -7,8 +7,10 @@
 // Order: jobs are answered in the order given (one worker, one queue); callers that need an order
 // between frames keep it themselves (client-connection.ts, serve-engine.ts).
 // Memory return: the worker's heap grows to the largest inputs it parsed; once it has handled
-// RECYCLE_BYTES it is replaced at its next idle moment, which gives all of it back to the OS at once
-// (as the tokenizer pool does: ../sidecar/server/tokenize-pool.ts).
+// RECYCLE_BYTES and then had no job for RECYCLE_IDLE_MS it is replaced, which gives all of it back to
+// the OS at once (as the tokenizer pool does: ../sidecar/server/tokenize-pool.ts). NOTE: not at once:
+// starting a worker is a few hundred ms of CPU, which an attack's next request would find competing
+// with the streams; after a quiet second it competes with nothing.
 // A worker that dies fails its jobs (the caller answers them as errors) and is replaced.
 
 import type { Worker } from 'node:worker_threads';
@@ -18,8 +20,9 @@ import { FrameError, type Frame } from '../protocol/framing.js';
 import { ProtocolError, type Message, type MessageBody, type MsgTypeName } from '../protocol/messages.js';
 import { sibling, startTsWorker } from '../sidecar/server/ts-worker.js';
 
-/** Bytes a worker handles before it is replaced (at its next idle moment). */
+/** Bytes a worker handles before it is replaced (once idle for RECYCLE_IDLE_MS). */
 export const RECYCLE_BYTES = 8 * 1024 * 1024;
+export const RECYCLE_IDLE_MS = 1000;
 
 export type CodecJob =
   | { id: number; op: 'parse'; bytes: Uint8Array }
@@ -54,6 +57,7 @@ interface Slot {
   worker: Worker;
   pending: Map<number, Pending>;
   bytes: number;
+  idle?: ReturnType<typeof setTimeout>;
 }
 
 export class OffThreadCodec implements FrameCodec {
@@ -63,7 +67,8 @@ export class OffThreadCodec implements FrameCodec {
   /** Workers started so far (tests: recycling is observable here). */
   started = 0;
 
-  constructor() {
+  /** `recycleIdleMs`: how long a worker past RECYCLE_BYTES must have been idle to be replaced (0: at once). */
+  constructor(private readonly recycleIdleMs = RECYCLE_IDLE_MS) {
     this.slot = this.spawn();
   }
 
@@ -82,6 +87,7 @@ export class OffThreadCodec implements FrameCodec {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.slot.idle);
     const { worker } = this.slot;
     this.fail(this.slot, new Error('the codec is closed'));
     await worker.terminate();
@@ -92,6 +98,7 @@ export class OffThreadCodec implements FrameCodec {
     const id = this.nextId++;
     const slot = this.slot;
     return new Promise<CodecReply>((resolve, reject) => {
+      clearTimeout(slot.idle);
       slot.pending.set(id, { bytes, resolve, reject });
       slot.bytes += bytes;
       slot.worker.postMessage({ ...job, id }, transferList(transfer));
@@ -100,7 +107,7 @@ export class OffThreadCodec implements FrameCodec {
 
   private spawn(): Slot {
     this.started++;
-    const worker = startTsWorker(sibling(import.meta.url, 'off-thread-codec-worker'), {});
+    const worker = startTsWorker(sibling(import.meta.url, 'off-thread-codec-worker'), {}, 'ee-codec');
     worker.unref(); // an idle codec must not keep the process alive
     const slot: Slot = { worker, pending: new Map(), bytes: 0 };
     worker.on('message', (reply: CodecReply) => {
@@ -118,11 +125,19 @@ export class OffThreadCodec implements FrameCodec {
     return slot;
   }
 
-  /** A worker past RECYCLE_BYTES with no job left ends; new jobs go to its replacement at once. */
+  /** A worker past RECYCLE_BYTES idle for recycleIdleMs ends; new jobs go to its replacement at once. */
   private recycleIfDone(slot: Slot): void {
-    if (slot.bytes < RECYCLE_BYTES || slot.pending.size > 0 || this.closed || this.slot !== slot) return;
-    this.slot = this.spawn();
-    void slot.worker.terminate();
+    const idle = () => slot.bytes >= RECYCLE_BYTES && slot.pending.size === 0 && !this.closed && this.slot === slot;
+    const recycle = () => {
+      if (!idle()) return;
+      this.slot = this.spawn();
+      void slot.worker.terminate();
+    };
+    if (!idle()) return;
+    if (this.recycleIdleMs === 0) return recycle();
+    clearTimeout(slot.idle);
+    slot.idle = setTimeout(recycle, this.recycleIdleMs);
+    slot.idle.unref();
   }
 
   private fail(slot: Slot, e: Error): void {

@@ -84,12 +84,25 @@ describe('OffThreadCodec.encode / decode', () => {
 
 describe('OffThreadCodec recycling', () => {
   it('a worker past RECYCLE_BYTES is replaced once idle; the next job goes to the new one', async () => {
-    const fresh = new OffThreadCodec();
+    const fresh = new OffThreadCodec(0);
     try {
       const before = fresh.started;
       const big = enc.encode(JSON.stringify({ pad: 'x'.repeat(RECYCLE_BYTES) }));
       expect((await fresh.parseBody(big)).pad).toHaveLength(RECYCLE_BYTES);
       expect(fresh.started).toBe(before + 1);
+      expect(await fresh.parseBody(enc.encode('{"a":1}'))).toEqual({ a: 1 });
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('with an idle delay, it is replaced once that long has passed without a job', async () => {
+    const fresh = new OffThreadCodec(50);
+    try {
+      const before = fresh.started;
+      await fresh.parseBody(enc.encode(JSON.stringify({ pad: 'x'.repeat(RECYCLE_BYTES) })));
+      expect(fresh.started).toBe(before); // not yet: it has just been busy
+      while (fresh.started === before) await new Promise((r) => setTimeout(r, 10));
       expect(await fresh.parseBody(enc.encode('{"a":1}'))).toEqual({ a: 1 });
     } finally {
       await fresh.close();

@@ -10,8 +10,9 @@
 // QUEUE_FULL (HTTP 429), so a client cannot park unbounded megabytes here.
 // Workers start with the pool and are ready (bundle loaded) before start() resolves, so their memory
 // is part of the sidecar's footprint at /ready. A worker that dies fails its jobs and is replaced.
-// Memory return: a worker that has tokenized RECYCLE_CHARS or more is retired once it has no job and
-// replaced by a fresh one. A large input grows a worker's heap and the BPE models' scratch arrays
+// Memory return: a worker that has tokenized RECYCLE_CHARS or more is retired once it has had no job
+// for RECYCLE_IDLE_MS and replaced by a fresh one (not at once: starting one, the bundle loaded, is
+// CPU an attack's next job would find competing with the streams). A large input grows a worker's heap and the BPE models' scratch arrays
 // (several bytes per character, kept for the next word) to its high-water mark; ending the thread
 // hands all of it back to the OS at once (issue #26: the sidecar's RSS back to its baseline after an
 // attack), where shrinking each structure would leave V8's heap to decide when. Jobs that arrive while
@@ -32,6 +33,7 @@ export const INLINE_MAX_MESSAGES = 64;
 export const MAX_PENDING_CHARS = 64 * 1024 * 1024;
 /** Characters a worker tokenizes before it is replaced (at its next idle moment). */
 export const RECYCLE_CHARS = 256 * 1024;
+export const RECYCLE_IDLE_MS = 1000;
 
 export interface PoolWorkerData {
   dir: string;
@@ -59,6 +61,7 @@ class PoolWorker {
   /** Characters of the jobs it has been given since it started. */
   chars = 0;
   retiring = false;
+  idle?: ReturnType<typeof setTimeout>;
   constructor(readonly worker: Worker) {}
   load(): number {
     let n = 0;
@@ -86,11 +89,12 @@ export class TokenizePool {
   private constructor(
     private readonly data: PoolWorkerData,
     private readonly size: number,
+    private readonly recycleIdleMs: number,
   ) {}
 
-  /** Starts `size` workers and waits until each has loaded the bundle. */
-  static async start(data: PoolWorkerData, size: number): Promise<TokenizePool> {
-    const pool = new TokenizePool(data, Math.max(1, size));
+  /** Starts `size` workers and waits until each has loaded the bundle. `recycleIdleMs` 0: recycle as soon as idle. */
+  static async start(data: PoolWorkerData, size: number, recycleIdleMs = RECYCLE_IDLE_MS): Promise<TokenizePool> {
+    const pool = new TokenizePool(data, Math.max(1, size), recycleIdleMs);
     await Promise.all(Array.from({ length: pool.size }, () => pool.spawn()));
     return pool;
   }
@@ -117,6 +121,7 @@ export class TokenizePool {
   async close(): Promise<void> {
     this.closed = true;
     const ws = this.workers.splice(0);
+    for (const w of ws) clearTimeout(w.idle);
     const shutdown = new EngineError('NOT_READY', 'the sidecar is shutting down');
     for (const w of ws) this.fail(w, shutdown);
     for (const { pending } of this.waiting.splice(0)) pending.reject(shutdown);
@@ -139,16 +144,25 @@ export class TokenizePool {
   }
 
   private give(w: PoolWorker, id: number, job: PoolJob, pending: Pending): void {
+    clearTimeout(w.idle);
     w.pending.set(id, pending);
     w.chars += pending.chars;
     w.worker.postMessage(job);
   }
 
-  /** A worker past RECYCLE_CHARS with no job left ends; its 'exit' starts the replacement. */
+  /** A worker past RECYCLE_CHARS with no job for recycleIdleMs ends; its 'exit' starts the replacement. */
   private recycleIfDone(w: PoolWorker): void {
-    if (w.chars < RECYCLE_CHARS || w.pending.size > 0 || w.retiring || this.closed) return;
-    w.retiring = true;
-    void w.worker.terminate();
+    const idle = () => w.chars >= RECYCLE_CHARS && w.pending.size === 0 && !w.retiring && !this.closed;
+    const retire = () => {
+      if (!idle()) return;
+      w.retiring = true;
+      void w.worker.terminate();
+    };
+    if (!idle()) return;
+    if (this.recycleIdleMs === 0) return retire();
+    clearTimeout(w.idle);
+    w.idle = setTimeout(retire, this.recycleIdleMs);
+    w.idle.unref();
   }
 
   private settle(w: PoolWorker, reply: PoolReply): void {
@@ -180,7 +194,7 @@ export class TokenizePool {
 
   private spawn(): Promise<void> {
     this.spawned++;
-    const worker = startTsWorker(sibling(import.meta.url, 'tokenize-worker'), this.data);
+    const worker = startTsWorker(sibling(import.meta.url, 'tokenize-worker'), this.data, 'ee-tokenize');
     worker.unref(); // an idle pool must not keep the process alive
     const w = new PoolWorker(worker);
     return new Promise<void>((ready, failed) => {
