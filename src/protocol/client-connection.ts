@@ -3,8 +3,10 @@
 // reports of one task in one CREDIT frame. When the transport closes, every open stream receives an
 // ENGINE_DEAD error event and every pending call rejects with EngineError('ENGINE_DEAD').
 // Large inputs (./messages.ts: inputBytes) are encoded by the injected FrameCodec when there is one
-// (./frame-codec.ts: off this thread). Frames still leave in the order send() was called: while an
-// encoding is under way, later frames (its ABORT, other streams' CREDIT) queue behind it.
+// (./frame-codec.ts: off this thread), and leave when it is done. Other frames do not wait for it (other
+// streams' CREDIT and SUBMIT, calls): that would stall every stream of the connection behind one
+// client's megabytes. The one order kept is the one the server needs: a request's ABORT never passes
+// its SUBMIT.
 
 import { EngineError, type ModelInfo } from './engine-client.js';
 import { EventQueue } from './event-queue.js';
@@ -41,8 +43,8 @@ export class ClientConnection {
   private helloWaiter: { resolve: (m: ModelInfo) => void; reject: (e: EngineError) => void } | null = null;
   private credits = new Map<string, number>(); // stream id → units consumed in all, not yet sent
   model: ModelInfo | null = null;
-  /** Settles once every frame sent so far has been handed to the transport; null when none is pending. */
-  private ordered: Promise<void> | null = null;
+  /** Request ids whose SUBMIT is being encoded by the codec → settles once it is handed to the transport. */
+  private readonly encoding = new Map<string, Promise<void>>();
 
   constructor(
     private readonly transport: ByteTransport,
@@ -92,33 +94,36 @@ export class ClientConnection {
 
   /**
    * Writes the message's frame; settles when the transport took it. The frame is written synchronously,
-   * before send() returns, unless it is a large input for the codec or queues behind one.
+   * before send() returns, unless it is a large input for the codec or the ABORT of one.
    */
   async send<T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> {
     if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
     const write = (parts: Uint8Array[]) => writeParts((b) => this.transport.write(b), parts);
     try {
-      const offThread = this.codec !== undefined && inputBytes(type, body) > LARGE_INPUT_BYTES;
-      if (!offThread && this.ordered === null) return await write(encodeMessageParts(type, body, this.maxFrameBytes));
-      const parts = offThread ? this.codec!.encode(type, body, this.maxFrameBytes) : Promise.resolve(encodeMessageParts(type, body, this.maxFrameBytes));
-      // `written` settles once this frame is handed to the transport (not when the transport has sent it),
-      // which is all the next frame in line waits for.
-      let written!: Promise<void>;
-      const turn = (this.ordered ?? Promise.resolve()).then(async () => {
-        const p = await parts;
-        if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
-        written = write(p);
-      });
-      const tail = turn.catch(() => undefined);
-      this.ordered = tail;
-      void tail.then(() => {
-        if (this.ordered === tail) this.ordered = null;
-      });
-      parts.catch(() => undefined); // a failed encoding is this send's failure, reported below
-      await turn;
-      await written;
+      if (this.codec !== undefined && inputBytes(type, body) > LARGE_INPUT_BYTES) return await this.sendEncoded(type, body, write);
+      const submitting = type === 'ABORT' ? this.encoding.get((body as MessageBody<'ABORT'>).id) : undefined;
+      if (submitting) await submitting;
+      return await write(encodeMessageParts(type, body, this.maxFrameBytes));
     } catch (err) {
       throw err instanceof EngineError ? err : dead(err);
+    }
+  }
+
+  private async sendEncoded<T extends MsgTypeName>(type: T, body: MessageBody<T>, write: (parts: Uint8Array[]) => Promise<void>): Promise<void> {
+    const id = type === 'SUBMIT' ? (body as MessageBody<'SUBMIT'>).req.id : null;
+    let handedOver!: () => void;
+    if (id !== null) this.encoding.set(id, new Promise<void>((r) => (handedOver = r)));
+    try {
+      const parts = await this.codec!.encode(type, body, this.maxFrameBytes);
+      if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
+      const written = write(parts);
+      handedOver?.();
+      await written;
+    } finally {
+      if (id !== null) {
+        handedOver();
+        this.encoding.delete(id);
+      }
     }
   }
 

@@ -124,15 +124,21 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   // prompt: whole-payload passes to decode and check) the rest wait for a later event-loop turn, so the
   // I/O that arrived meanwhile (the engine's steps for other streams, their credit) runs between two
   // such frames instead of after all of them (issue #26). Order is kept. With a codec, a frame past
-  // LARGE_INPUT_BYTES from an authenticated peer is decoded off this thread, and the frames behind it
-  // wait for it (the pre-auth cap keeps anything that large away until HELLO is accepted).
+  // LARGE_INPUT_BYTES from an authenticated peer (the pre-auth cap keeps anything that large away until
+  // HELLO is accepted) is decoded off this thread and handled when that is done; the frames behind it
+  // do not wait (other streams' CREDIT must not stall behind one client's megabytes). The one order
+  // kept is a request's ABORT after its SUBMIT: an ABORT that comes while large frames are being decoded
+  // is remembered, and a SUBMIT decoded with that id is aborted as soon as it is opened.
   const inbox: { frame: Frame; at?: number }[] = [];
   let resumeQueued = false;
+  let decoding = 0; // large frames with the codec
+  const abortedWhileDecoding = new Set<string>();
   const handleDecoded = (msg: Message, at: number | undefined) => {
     if (tracer && msg.type === 'SUBMIT') {
       tracer.mark(msg.body.req.id, 'sc.recv', at);
       tracer.mark(msg.body.req.id, 'sc.decoded');
     }
+    if (decoding > 0 && msg.type === 'ABORT') abortedWhileDecoding.add(msg.body.id);
     handle(msg);
   };
   const fail = (err: unknown) => {
@@ -146,16 +152,22 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
         const bytes = next.frame.payload.length;
         if (opts.codec && greeted && bytes > LARGE_INPUT_BYTES) {
           const { at } = next;
-          resumeQueued = true;
+          decoding++;
           opts.codec
             .decode(next.frame)
             .then((msg) => {
               if (closed) return;
               handleDecoded(msg, at);
-              handleInbox();
+              if (msg.type === 'SUBMIT' && abortedWhileDecoding.delete(msg.body.req.id)) {
+                active.get(msg.body.req.id)?.abort();
+                track(backend.abort(msg.body.req.id));
+              }
             })
-            .catch(fail);
-          return;
+            .catch(fail)
+            .finally(() => {
+              if (--decoding === 0) abortedWhileDecoding.clear();
+            });
+          continue;
         }
         handleDecoded(decodeMessage(next.frame), next.at);
         if (bytes > LARGE_FRAME_BYTES) {

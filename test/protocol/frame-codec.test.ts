@@ -1,6 +1,6 @@
 // A FrameCodec on both ends of the engine protocol (src/protocol/frame-codec.ts): only large inputs are
-// handed to it, the frames leave and are handled in the order they were sent although its answers come
-// later, and its failures end as the in-thread path's would. The codec here runs on this thread, its
+// handed to it, other frames never wait for it (no stream stalls behind one client's megabytes), a
+// request's ABORT never takes effect before its SUBMIT, and its failures end as the in-thread path's would. The codec here runs on this thread, its
 // answers released by the test; the worker one is test/cli/off-thread-codec.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { SubmitRequest } from '../../src/protocol/engine-client.js';
@@ -92,7 +92,7 @@ describe('inputBytes', () => {
 });
 
 describe('the client with a codec', () => {
-  it('hands only large inputs to it, and frames leave in send order: a small SUBMIT and the large one\'s ABORT wait behind it', async () => {
+  it('hands only large inputs to it; other frames pass the one being encoded, its own ABORT waits for it', async () => {
     const codec = new HeldCodec();
     const [a, b] = createTransportPair();
     const seen: string[] = [];
@@ -112,13 +112,14 @@ describe('the client with a codec', () => {
     await until(() => codec.encoded.length === 1);
     const small = client.stream(submit('small', 'hi'))[Symbol.asyncIterator]().next();
     small.catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 0)); // the small SUBMIT has been sent (queued)
+    await until(() => seen.length === 1);
+    expect(seen).toEqual(['SUBMIT small']); // not held behind the large SUBMIT still being encoded
     stop.abort();
     await new Promise((r) => setTimeout(r, 0));
-    expect(seen).toEqual([]); // nothing passed the large SUBMIT still being encoded
+    expect(seen).toEqual(['SUBMIT small']); // the large one's ABORT waits for its SUBMIT
     codec.release();
     await until(() => seen.length === 3);
-    expect(seen).toEqual(['SUBMIT big', 'SUBMIT small', 'ABORT big']);
+    expect(seen).toEqual(['SUBMIT small', 'SUBMIT big', 'ABORT big']);
     expect(codec.encoded).toEqual(['SUBMIT']);
     await client.close();
   });
@@ -138,7 +139,7 @@ describe('the client with a codec', () => {
 });
 
 describe('serveEngine with a codec', () => {
-  it('decodes large frames of an authenticated peer with it; the frames behind one wait for it, in order', async () => {
+  it('decodes large frames of an authenticated peer with it; the frames behind one do not wait for it', async () => {
     const codec = new HeldCodec();
     const backend = new FakeEngineClient();
     const handled: string[] = [];
@@ -160,14 +161,36 @@ describe('serveEngine with a codec', () => {
     const big = LARGE_INPUT_BYTES + 1;
     await a.write(encodeMessage('TOKENIZE', { cid: 1, req: { prompt: 'x'.repeat(big), addSpecialTokens: false, addGenerationPrompt: false } }));
     await a.write(encodeMessage('HEALTH', { cid: 2 }));
-    await until(() => codec.held.length === 1);
-    await new Promise((r) => setTimeout(r, 0));
-    expect(handled).toEqual([]); // HEALTH waits behind the large frame being decoded
+    await until(() => handled.length === 1);
+    expect(handled).toEqual(['health']); // while the large frame is still being decoded
+    expect(codec.held).toHaveLength(1);
     codec.release();
     await until(() => handled.length === 2);
-    expect(handled).toEqual([`tokenize ${big}`, 'health']);
+    expect(handled).toEqual(['health', `tokenize ${big}`]);
     expect(codec.decoded).toHaveLength(1);
     expect(codec.decoded[0]).toBeGreaterThan(big);
+  });
+
+  it('an ABORT that comes while its SUBMIT is being decoded aborts the request once it is opened', async () => {
+    const codec = new HeldCodec();
+    const backend = new FakeEngineClient();
+    const [a, b] = createTransportPair();
+    serveEngine(b, backend, { codec });
+    const replies: string[] = [];
+    const decoder = new FrameDecoder();
+    a.onData((chunk) => {
+      for (const f of decoder.push(chunk)) replies.push(decodeMessage(f).type);
+    });
+    await a.write(encodeMessage('HELLO', { version: PROTOCOL_VERSION }));
+    await until(() => replies.includes('HELLO_OK'));
+    await a.write(encodeMessage('SUBMIT', { req: submit('big', 'x'.repeat(LARGE_INPUT_BYTES + 1)) }));
+    await until(() => codec.held.length === 1);
+    await a.write(encodeMessage('ABORT', { id: 'big', cid: 3 }));
+    await until(() => replies.includes('REPLY')); // the ABORT was handled, before the SUBMIT it names
+    codec.release();
+    // One abort from the ABORT frame (nothing open yet), one as the decoded SUBMIT is opened.
+    await until(() => backend.aborts.filter((x) => x.id === 'big').length === 2);
+    expect(backend.aborts.filter((x) => x.id === 'big')).toHaveLength(2);
   });
 
   it('a large frame the codec finds invalid closes the connection, as decodeMessage on this thread does', async () => {
