@@ -24,12 +24,17 @@ import { fileURLToPath } from 'node:url';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { overlapping, readProfile, stalls } from './stalls.js';
 import { ThreadSampler } from './threads.js';
-import { drain, postJson, victimGap } from './victim.js';
+import { drain, jsonBytes, postJson, victimGap } from './victim.js';
 import { listeningUrl, untilReady } from '../server-url.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = 'tiny';
 const BIG = 'The quick brown fox jumps over the lazy dog; 0123456789. '.repeat(4e6 / 57);
+
+// The attacks' bodies, serialized before any row's window (./victim.ts: postJson).
+const TOKENIZE_BODY = jsonBytes({ model: MODEL, prompt: BIG });
+const CHAT_BODY = jsonBytes({ model: MODEL, messages: [{ role: 'user', content: BIG }], max_tokens: 4 });
+const MESSAGES_BODY = jsonBytes({ model: MODEL, messages: Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` })) });
 
 const ROWS: Record<string, (base: string) => Promise<unknown>> = {
   idle: () => new Promise((r) => setTimeout(r, 3000)),
@@ -37,18 +42,9 @@ const ROWS: Record<string, (base: string) => Promise<unknown>> = {
   // tokenizer worker keeps a core busy for as long as the tokenize row runs).
   burn: () =>
     new Promise((resolve) => spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' }).once('exit', resolve)),
-  tokenize: (base) => {
-    const body = JSON.stringify({ model: MODEL, prompt: BIG });
-    return Promise.all(Array.from({ length: 4 }, async () => (await drain(await postJson(base, '/tokenize', body))).bytes));
-  },
-  chat: (base) => {
-    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: BIG }], max_tokens: 4 });
-    return Promise.all(Array.from({ length: 2 }, async () => (await postJson(base, '/v1/chat/completions', body)).status));
-  },
-  messages: (base) => {
-    const body = JSON.stringify({ model: MODEL, messages: Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` })) });
-    return Promise.all(Array.from({ length: 2 }, async () => (await postJson(base, '/tokenize', body)).status));
-  },
+  tokenize: (base) => Promise.all(Array.from({ length: 4 }, async () => (await drain(await postJson(base, '/tokenize', TOKENIZE_BODY))).bytes)),
+  chat: (base) => Promise.all(Array.from({ length: 2 }, async () => (await postJson(base, '/v1/chat/completions', CHAT_BODY)).status)),
+  messages: (base) => Promise.all(Array.from({ length: 2 }, async () => (await postJson(base, '/tokenize', MESSAGES_BODY)).status)),
 };
 
 const TICK_MS = 10; // USER_HZ = 100 on Linux

@@ -1,10 +1,11 @@
 // The victim of the large-input attacks (issue #26): greedy streams against a running `serve`, one after
 // another, while an attack runs; measured by the longest gap between consecutive chunks. Shared by the
 // e2e test (test/cli/abuse-engine.e2e.test.ts) and the profiling run (bench/abuse/gap.ts).
-import { sseFrames } from '../../test/cli/process-helpers.js';
+import { sibling, startTsWorker } from '../../src/sidecar/server/ts-worker.js';
+import { monotonicMs } from './clock.js';
+import type { VictimReport, VictimStop, VictimWorkerData } from './victim-worker.js';
 
-/** The host's monotonic clock in ms (process.hrtime: CLOCK_MONOTONIC, the clock of V8's CPU profiles and /proc samples). */
-export const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+export { monotonicMs };
 
 export interface VictimGap<T> {
   /** The longest gap between two consecutive SSE frames of the victim while `during` ran. */
@@ -18,9 +19,21 @@ export interface VictimGap<T> {
   result: T;
 }
 
-/** POST JSON; `body` may be serialized already (so that a 4 MB body costs the caller nothing in a measured window). */
+/**
+ * POST JSON; `body` may be serialized already, best as its UTF-8 bytes (jsonBytes): a 4 MB body then costs
+ * the caller one block copy in a measured window, not a UTF-8 encoding pass on the event loop that
+ * timestamps the victim (fetch encodes a string body synchronously, all of Promise.all's at once).
+ */
 export const postJson = (base: string, p: string, body: unknown, signal?: AbortSignal) =>
-  fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), signal });
+  fetch(`${base}${p}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: body instanceof Uint8Array ? (body as Uint8Array<ArrayBuffer>) : typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
+  });
+
+/** A request body serialized ahead of the window it is sent in (see postJson). */
+export const jsonBytes = (body: unknown): Uint8Array<ArrayBuffer> => new TextEncoder().encode(JSON.stringify(body));
 
 /** Reads a body to its end without parsing it (a 6 MB JSON parse here would stall this process's own clock). */
 export async function drain(res: Response): Promise<{ bytes: number; head: string }> {
@@ -37,50 +50,39 @@ export async function drain(res: Response): Promise<{ bytes: number; head: strin
 
 /**
  * Greedy streams of `model`, one after another, for as long as `during` runs (one stream of
- * `maxTokens` may end before the attack does). Returns the longest gap between consecutive chunks
- * while `during` ran (across stream boundaries too: a new stream's first chunk comes after its request
- * went through the same event loops), and the number of chunks in that window.
+ * `maxTokens` may end before the attack does), read on a worker thread of this process
+ * (./victim-worker.ts): the victim is another client than the attacker, and this thread's own work
+ * (sending the attack, draining its answers) must not count as the server's. Returns the longest gap
+ * between consecutive chunks while `during` ran (across stream boundaries too: a new stream's first
+ * chunk comes after its request went through the same event loops), and the number of chunks in that window.
  */
 export async function victimGap<T>(base: string, model: string, during: () => Promise<T>, maxTokens = 1900): Promise<VictimGap<T>> {
-  const ac = new AbortController();
-  const stream = async function* () {
-    while (!ac.signal.aborted) {
-      const res = await postJson(base, '/v1/completions', { model, prompt: 'Once upon a time', max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true }, ac.signal);
-      if (res.status !== 200) throw new Error(`the victim's request answered ${res.status}`);
-      yield* sseFrames(res);
-    }
+  const worker = startTsWorker(sibling(import.meta.url, 'victim-worker'), { base, model, maxTokens } satisfies VictimWorkerData);
+  const reports: VictimReport[] = [];
+  let wake: () => void = () => undefined;
+  worker.on('message', (r: VictimReport) => {
+    reports.push(r);
+    wake();
+  });
+  worker.on('error', (e) => {
+    reports.push({ type: 'failed', message: e.message });
+    wake();
+  });
+  const next = async (): Promise<VictimReport> => {
+    while (reports.length === 0) await new Promise<void>((r) => (wake = r));
+    return reports.shift()!;
   };
-  const frames = stream();
-  await frames.next(); // the stream is under way
-  let window = false;
-  let last = 0;
-  let gapMs = 0;
-  let gapAtMs = 0;
-  let start = 0;
-  let chunks = 0;
-  let failure: unknown = null;
-  const reading = (async () => {
-    try {
-      for await (const _ of frames) {
-        const now = monotonicMs();
-        if (window) {
-          if (now - last > gapMs) [gapMs, gapAtMs] = [now - last, now - start];
-          chunks++;
-        }
-        last = now;
-      }
-    } catch (e) {
-      if (!ac.signal.aborted) failure = e;
-    }
-  })();
-  last = start = monotonicMs();
-  window = true;
-  const result = await during();
-  window = false;
-  const end = monotonicMs();
-  if (end - last > gapMs) [gapMs, gapAtMs] = [end - last, end - start]; // a stall still open at the end counts too
-  ac.abort();
-  await reading;
-  if (failure) throw failure;
-  return { gapMs, gapAtMs, gapWindow: [start + gapAtMs - gapMs, start + gapAtMs], chunks, result };
+  try {
+    const first = await next(); // the stream is under way
+    if (first.type !== 'streaming') throw new Error(`the victim failed before the attack: ${first.type === 'failed' ? first.message : first.type}`);
+    const start = monotonicMs();
+    const result = await during();
+    const end = monotonicMs();
+    worker.postMessage({ start, end } satisfies VictimStop);
+    const r = await next();
+    if (r.type !== 'gap') throw new Error(`the victim's stream failed: ${r.type === 'failed' ? r.message : r.type}`);
+    return { gapMs: r.gapMs, gapAtMs: r.gapAtMs, gapWindow: [start + r.gapAtMs - r.gapMs, start + r.gapAtMs], chunks: r.chunks, result };
+  } finally {
+    await worker.terminate();
+  }
 }

@@ -14,11 +14,13 @@ import { ENV_LISTEN, ENV_REUSE_PORT, ENV_SLOT, isMessage, type PrimaryMessage, t
 import { startGatewayCluster } from './cluster.js';
 import { formatEngineAddress, type Config, type EngineAddress } from './config.js';
 import type { CliLogger } from './logger.js';
+import { processCodec } from './off-thread-codec.js';
 import { onTermination, serveNode, type Listen, type NodeGateway } from './node-server.js';
 import { tracerFromEnv } from './trace-file.js';
 
 export function connectEngine(addr: EngineAddress, secret: string | undefined, tracer?: Tracer): EngineClient {
-  return addr.kind === 'unix' ? createUnixEngineClient(addr.path, { tracer }) : createTcpEngineClient(addr.host, addr.port, secret ?? '', { tracer });
+  const opts = { tracer, codec: processCodec() };
+  return addr.kind === 'unix' ? createUnixEngineClient(addr.path, opts) : createTcpEngineClient(addr.host, addr.port, secret ?? '', opts);
 }
 
 /** One gateway process of several (`--api-server-count`), as the primary (./cluster.ts) started it. */
@@ -38,6 +40,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
   const g = cfg.gateway;
   const handle = createApp({
     engine,
+    parseLargeBody: (bytes) => processCodec().parseBody(bytes),
     apiKey: g.apiKey,
     allowedOrigins: g.allowedOrigins,
     servedModelName: g.servedModelName,

@@ -5,6 +5,7 @@
 
 import type { EngineFactory } from '../sidecar/engine/factory.js';
 import { startSidecar } from '../sidecar/main.js';
+import { processCodec } from './off-thread-codec.js';
 import type { Config } from './config.js';
 import { nextSignal } from './gateway-role.js';
 import type { CliLogger } from './logger.js';
@@ -26,7 +27,7 @@ export async function runSidecarRole(cfg: Config, env: NodeJS.ProcessEnv, logger
   if (factory.kind === 'fake') logger.warn({}, 'using an injected fake engine (tests only)');
   const sidecar = await startSidecar(
     { ...cfg.sidecar, listen: cfg.engines, secret: cfg.engineSecret },
-    { logger, factory, onProgress: (label, done, total) => bar.update(label, done, total), tracer: tracerFromEnv(env) },
+    { logger, factory, onProgress: (label, done, total) => bar.update(label, done, total), tracer: tracerFromEnv(env), codec: processCodec() },
   );
   try {
     await sidecar.loaded;

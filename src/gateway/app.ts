@@ -10,7 +10,7 @@ import type { EngineClient } from '../protocol/engine-client.js';
 import { silentLogger, type Logger } from '../protocol/logger.js';
 import type { Tracer } from '../protocol/trace.js';
 import { bearerAuth } from './auth.js';
-import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+import { DEFAULT_MAX_BODY_BYTES, type BodyParser } from './body.js';
 import { corsMiddleware } from './cors.js';
 import type { AppEnv, RequestBindings, RouteDeps } from './deps.js';
 import { ApiError, toHttpError } from './errors.js';
@@ -41,6 +41,8 @@ export interface CreateAppOptions {
   servedModelName?: string;
   /** Request body limit, enforced while reading. Default 4 MiB. */
   maxBodyBytes?: number;
+  /** Parses large bodies off the serving thread (./body.ts: BodyParser); default: on it. */
+  parseLargeBody?: BodyParser;
   /** A stream whose client reads nothing for this long is aborted (0: never). Default DEFAULT_STREAM_STALL_TIMEOUT_MS. */
   streamStallTimeoutMs?: number;
   /** pino-compatible logger; default silent. */
@@ -97,6 +99,7 @@ export function createApp(opts: CreateAppOptions): AppHandle {
   const deps: RouteDeps = {
     tools: { parser, autoToolChoice: opts.enableAutoToolChoice ?? false },
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    parseLargeBody: opts.parseLargeBody,
     now,
     servedModelName: opts.servedModelName,
     metrics,

@@ -17,7 +17,16 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const tooLarge = (max: number) =>
   new ApiError(413, `request body exceeds the ${max}-byte limit`, 'request_too_large');
 
-export async function readJsonBody(req: Request, maxBytes: number): Promise<Record<string, unknown>> {
+/**
+ * Parses a body's bytes as parseJsonBytes does, elsewhere: a runtime with threads injects one that runs it
+ * in a worker (src/cli/off-thread-codec.ts), so a multi-megabyte body's passes never hold the event loop
+ * that serves every stream (issue #26). It rejects with the same ApiError parseJsonBytes throws.
+ */
+export type BodyParser = (bytes: Uint8Array) => Promise<Record<string, unknown>>;
+/** Bodies past this size go to the injected BodyParser; smaller ones (the common case) stay on this thread. */
+export const OFF_THREAD_BODY_BYTES = 64 * 1024;
+
+export async function readJsonBody(req: Request, maxBytes: number, parseOffThread?: BodyParser): Promise<Record<string, unknown>> {
   const type = req.headers.get('content-type');
   // NOTE: a missing content type is accepted (curl without -H); an explicit non-JSON one is not.
   if (type !== null && !/^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
@@ -30,30 +39,56 @@ export async function readJsonBody(req: Request, maxBytes: number): Promise<Reco
   // not a web stream pulled chunk by chunk, which costs measurably more per request on the serving path.
   const bytes = declared !== null && /^\d{1,10}$/.test(declared) ? await readWhole(req) : await readLimited(req, maxBytes);
   if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes); // a Request built in memory may carry any header
-  const large = bytes.byteLength > LARGE_BODY_BYTES;
-  if (large) await nextTurn();
-  let text: string;
+  if (parseOffThread && bytes.byteLength > OFF_THREAD_BODY_BYTES) return parseOffThread(bytes);
+  if (bytes.byteLength <= LARGE_BODY_BYTES) return toObject(parseText(decodeUtf8(bytes)));
+  // Without a parser elsewhere, each whole-body pass gets an event-loop turn of its own, and so does the
+  // caller's (validation, then encoding for the engine).
+  await nextTurn();
+  const text = decodeUtf8(bytes);
+  await nextTurn();
+  checkDepth(text);
+  await nextTurn();
+  const json = parseJson(text);
+  await nextTurn();
+  return toObject(json);
+}
+
+/** The body's bytes as a JSON object, every check readJsonBody makes past the reading, in one go. */
+export function parseJsonBytes(bytes: Uint8Array): Record<string, unknown> {
+  return toObject(parseText(decodeUtf8(bytes)));
+}
+
+function decodeUtf8(bytes: Uint8Array): string {
   try {
-    text = utf8.decode(bytes);
+    return utf8.decode(bytes);
   } catch {
     throw badRequest('request body is not valid UTF-8', null, 'invalid_encoding');
   }
-  if (large) await nextTurn();
+}
+
+function checkDepth(text: string): void {
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
     throw badRequest(`JSON nesting deeper than ${MAX_JSON_DEPTH} levels`, null, 'invalid_json');
   }
-  if (large) await nextTurn();
-  let json: unknown;
+}
+
+function parseJson(text: string): unknown {
   try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw badRequest(`could not parse the JSON body: ${(err as Error).message.slice(0, 200)}`, null, 'invalid_json');
   }
+}
+
+function parseText(text: string): unknown {
+  checkDepth(text);
+  return parseJson(text);
+}
+
+function toObject(json: unknown): Record<string, unknown> {
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw badRequest('the request body must be a JSON object', null, 'invalid_json');
   }
-  // The caller's own pass (validation, then encoding for the engine) gets a turn of its own too.
-  if (large) await nextTurn();
   return json as Record<string, unknown>;
 }
 

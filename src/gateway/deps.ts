@@ -4,6 +4,7 @@
 
 import type { Context } from 'hono';
 import type { EngineClient, ModelInfo } from '../protocol/engine-client.js';
+import type { BodyParser } from './body.js';
 import { ApiError } from './errors.js';
 import type { MetricsSink } from './metrics.js';
 import type { RequestRecord } from './request-record.js';
@@ -22,6 +23,8 @@ export interface RouteDeps {
   /** Tool calling: the call parser and whether tool_choice auto is served. */
   tools: ToolConfig;
   maxBodyBytes: number;
+  /** Where bodies past OFF_THREAD_BODY_BYTES are parsed (../body.ts); undefined: on this thread. */
+  parseLargeBody: BodyParser | undefined;
   /** Wall clock, ms (for `created`). */
   now: () => number;
   /** The name clients use for the model; defaults to the engine's model id. */

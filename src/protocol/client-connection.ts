@@ -2,13 +2,21 @@
 // queues and REPLY frames to pending calls, and sends the streams' credit (./flow.ts) back, all streams'
 // reports of one task in one CREDIT frame. When the transport closes, every open stream receives an
 // ENGINE_DEAD error event and every pending call rejects with EngineError('ENGINE_DEAD').
+// Large inputs (./messages.ts: inputBytes) are encoded by the injected FrameCodec when there is one
+// (./frame-codec.ts: off this thread), and leave when it is done. Other frames do not wait for it (other
+// streams' CREDIT and SUBMIT, calls): that would stall every stream of the connection behind one
+// client's megabytes. The one order kept is the one the server needs: a request's ABORT never passes
+// its SUBMIT.
 
 import { EngineError, type ModelInfo } from './engine-client.js';
 import { EventQueue } from './event-queue.js';
+import type { FrameCodec } from './frame-codec.js';
 import { FrameDecoder, writeParts } from './framing.js';
 import {
   callResultSchemas,
   decodeMessage,
+  inputBytes,
+  LARGE_INPUT_BYTES,
   packedResultSchemas,
   encodeMessageParts,
   PROTOCOL_VERSION,
@@ -35,10 +43,13 @@ export class ClientConnection {
   private helloWaiter: { resolve: (m: ModelInfo) => void; reject: (e: EngineError) => void } | null = null;
   private credits = new Map<string, number>(); // stream id → units consumed in all, not yet sent
   model: ModelInfo | null = null;
+  /** Request ids whose SUBMIT is being encoded by the codec → settles once it is handed to the transport. */
+  private readonly encoding = new Map<string, Promise<void>>();
 
   constructor(
     private readonly transport: ByteTransport,
     private readonly maxFrameBytes: number,
+    private readonly codec?: FrameCodec,
   ) {
     const decoder = new FrameDecoder(maxFrameBytes);
     transport.onData((chunk) => {
@@ -81,12 +92,38 @@ export class ClientConnection {
     });
   }
 
+  /**
+   * Writes the message's frame; settles when the transport took it. The frame is written synchronously,
+   * before send() returns, unless it is a large input for the codec or the ABORT of one.
+   */
   async send<T extends MsgTypeName>(type: T, body: MessageBody<T>): Promise<void> {
     if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
+    const write = (parts: Uint8Array[]) => writeParts((b) => this.transport.write(b), parts);
     try {
-      await writeParts((b) => this.transport.write(b), encodeMessageParts(type, body, this.maxFrameBytes));
+      if (this.codec !== undefined && inputBytes(type, body) > LARGE_INPUT_BYTES) return await this.sendEncoded(type, body, write);
+      const submitting = type === 'ABORT' ? this.encoding.get((body as MessageBody<'ABORT'>).id) : undefined;
+      if (submitting) await submitting;
+      return await write(encodeMessageParts(type, body, this.maxFrameBytes));
     } catch (err) {
       throw err instanceof EngineError ? err : dead(err);
+    }
+  }
+
+  private async sendEncoded<T extends MsgTypeName>(type: T, body: MessageBody<T>, write: (parts: Uint8Array[]) => Promise<void>): Promise<void> {
+    const id = type === 'SUBMIT' ? (body as MessageBody<'SUBMIT'>).req.id : null;
+    let handedOver!: () => void;
+    if (id !== null) this.encoding.set(id, new Promise<void>((r) => (handedOver = r)));
+    try {
+      const parts = await this.codec!.encode(type, body, this.maxFrameBytes);
+      if (this.closedFlag) throw new EngineError('ENGINE_DEAD', this.deathReason);
+      const written = write(parts);
+      handedOver?.();
+      await written;
+    } finally {
+      if (id !== null) {
+        handedOver();
+        this.encoding.delete(id);
+      }
     }
   }
 

@@ -22,6 +22,7 @@ import { ClientConnection, HandshakeRefusedError, type CallType } from './client
 import { EventQueue } from './event-queue.js';
 import { CREDIT_REPORT_UNITS, eventUnits, nextCoalesced } from './flow.js';
 import type { WireEvent } from './messages.js';
+import type { FrameCodec } from './frame-codec.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './framing.js';
 import type { Tracer } from './trace.js';
 import type { Connector } from './transport.js';
@@ -44,6 +45,8 @@ export interface FramedEngineClientOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Stage marks of streams (gw.submit, gw.accepted, gw.delta); default none. */
   tracer?: Tracer;
+  /** Encodes large inputs off this thread (./frame-codec.ts); default: on it. */
+  codec?: FrameCodec;
 }
 
 /**
@@ -99,7 +102,7 @@ export class FramedEngineClient implements EngineClient {
     let consumed = 0;
     let reported = 0;
     try {
-      const sent = conn.send('SUBMIT', { req }); // the frame is written synchronously, before any await
+      const sent = conn.send('SUBMIT', { req }); // written synchronously, before any await (a large input: in order, ./client-connection.ts)
       tracer?.mark(req.id, 'gw.submit');
       await sent;
       for (;;) {
@@ -215,7 +218,7 @@ export class FramedEngineClient implements EngineClient {
 
   private async connectOnce(): Promise<ClientConnection> {
     const transport = await this.opts.connect();
-    const conn = new ClientConnection(transport, this.opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
+    const conn = new ClientConnection(transport, this.opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, this.opts.codec);
     await conn.handshake(this.opts.secret, this.opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS);
     return conn;
   }

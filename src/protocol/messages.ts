@@ -275,6 +275,40 @@ function payloadOf<T extends MsgTypeName>(type: T, body: MessageBody<T>): Uint8A
   return utf8Encoder.encode(JSON.stringify(body));
 }
 
+// ---- large inputs: which messages a runtime with threads encodes and decodes off its serving thread ----
+// (issue #26: a multi-megabyte prompt is a few whole-payload passes, stringify and encode on one side,
+// decode, parse and check on the other; each held the event loop that serves every stream.)
+
+/** A SUBMIT or TOKENIZE whose text is estimated past this many bytes is a large input (./frame-codec.ts). */
+export const LARGE_INPUT_BYTES = 64 * 1024;
+/** What one chat message costs the estimate besides its content (role, keys, punctuation). */
+const MESSAGE_OVERHEAD_BYTES = 48;
+
+/**
+ * A cheap lower-bound estimate of the payload a message's inputs make: string lengths and list sizes are
+ * read, never a string's contents (so it costs nothing next to the pass it decides about). 0 for the
+ * messages that carry no client input.
+ */
+export function inputBytes(type: MsgTypeName, body: unknown): number {
+  if (type === 'SUBMIT') {
+    const p = (body as MessageBody<'SUBMIT'>).req.prompt;
+    if (p.kind === 'text') return p.text.length;
+    if (p.kind === 'tokens') return p.ids.length * 4;
+    return messagesBytes(p.messages) + messagesBytes(p.toolFallback);
+  }
+  if (type === 'TOKENIZE') {
+    const { req } = body as MessageBody<'TOKENIZE'>;
+    return (req.prompt?.length ?? 0) + messagesBytes(req.messages);
+  }
+  return 0;
+}
+
+function messagesBytes(messages: readonly { content: string }[] | undefined): number {
+  let n = 0;
+  for (const m of messages ?? []) n += MESSAGE_OVERHEAD_BYTES + m.content.length;
+  return n;
+}
+
 /** Decodes and validates one frame. Throws ProtocolError for unknown types, bad UTF-8/JSON or schema misses. */
 export function decodeMessage(frame: Frame): Message {
   const type = typeByByte.get(frame.type);

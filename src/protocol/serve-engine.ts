@@ -19,12 +19,14 @@
 //   died must not leave KV blocks allocated).
 
 import { EngineError, type EngineClient, type ResponseStore, type SubmitRequest, type TokenizeResult } from './engine-client.js';
+import type { FrameCodec } from './frame-codec.js';
 import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError, writeParts, type Frame } from './framing.js';
 import {
   constantTimeEqual,
   decodeMessage,
   encodeMessage,
   encodeMessageParts,
+  LARGE_INPUT_BYTES,
   PROTOCOL_VERSION,
   type Message,
   type MessageBody,
@@ -59,6 +61,8 @@ export interface ServeEngineOptions {
   onError?: (err: unknown) => void;
   /** Stage marks of streams (sc.recv, sc.decoded, sc.accepted, sc.delta); default none. */
   tracer?: Tracer;
+  /** Decodes large frames (past LARGE_INPUT_BYTES) off this thread (./frame-codec.ts); default: on it. */
+  codec?: FrameCodec;
 }
 
 export interface ServedConnection {
@@ -119,28 +123,61 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   // Frames received and not yet handled, in arrival order. NOTE: after a large frame (a multi-megabyte
   // prompt: whole-payload passes to decode and check) the rest wait for a later event-loop turn, so the
   // I/O that arrived meanwhile (the engine's steps for other streams, their credit) runs between two
-  // such frames instead of after all of them (issue #26). Order is kept.
+  // such frames instead of after all of them (issue #26). Order is kept. With a codec, a frame past
+  // LARGE_INPUT_BYTES from an authenticated peer (the pre-auth cap keeps anything that large away until
+  // HELLO is accepted) is decoded off this thread and handled when that is done; the frames behind it
+  // do not wait (other streams' CREDIT must not stall behind one client's megabytes). The one order
+  // kept is a request's ABORT after its SUBMIT: an ABORT that comes while large frames are being decoded
+  // is remembered, and a SUBMIT decoded with that id is aborted as soon as it is opened.
   const inbox: { frame: Frame; at?: number }[] = [];
   let resumeQueued = false;
+  let decoding = 0; // large frames with the codec
+  const abortedWhileDecoding = new Set<string>();
+  const handleDecoded = (msg: Message, at: number | undefined) => {
+    if (tracer && msg.type === 'SUBMIT') {
+      tracer.mark(msg.body.req.id, 'sc.recv', at);
+      tracer.mark(msg.body.req.id, 'sc.decoded');
+    }
+    if (decoding > 0 && msg.type === 'ABORT') abortedWhileDecoding.add(msg.body.id);
+    handle(msg);
+  };
+  const fail = (err: unknown) => {
+    report(err);
+    transport.close();
+  };
   const handleInbox = () => {
     resumeQueued = false;
     try {
       for (let next = inbox.shift(); next && !closed; next = inbox.shift()) {
-        const msg = decodeMessage(next.frame);
-        if (tracer && msg.type === 'SUBMIT') {
-          tracer.mark(msg.body.req.id, 'sc.recv', next.at);
-          tracer.mark(msg.body.req.id, 'sc.decoded');
+        const bytes = next.frame.payload.length;
+        if (opts.codec && greeted && bytes > LARGE_INPUT_BYTES) {
+          const { at } = next;
+          decoding++;
+          opts.codec
+            .decode(next.frame)
+            .then((msg) => {
+              if (closed) return;
+              handleDecoded(msg, at);
+              if (msg.type === 'SUBMIT' && abortedWhileDecoding.delete(msg.body.req.id)) {
+                active.get(msg.body.req.id)?.abort();
+                track(backend.abort(msg.body.req.id));
+              }
+            })
+            .catch(fail)
+            .finally(() => {
+              if (--decoding === 0) abortedWhileDecoding.clear();
+            });
+          continue;
         }
-        handle(msg);
-        if (next.frame.payload.length > LARGE_FRAME_BYTES) {
+        handleDecoded(decodeMessage(next.frame), next.at);
+        if (bytes > LARGE_FRAME_BYTES) {
           resumeQueued = true;
           setTimeout(handleInbox, 0);
           return;
         }
       }
     } catch (err) {
-      report(err);
-      transport.close();
+      fail(err);
     }
   };
   transport.onData((chunk) => {

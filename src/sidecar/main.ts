@@ -8,6 +8,7 @@ import { EngineError, type ModelInfo } from '../protocol/engine-client.js';
 import type { Logger } from '../protocol/logger.js';
 import { listenTcp, listenUnix, type EngineSocketServer } from '../protocol/node-socket.js';
 import type { Tracer } from '../protocol/trace.js';
+import type { FrameCodec } from '../protocol/frame-codec.js';
 import type { EngineFactory } from './engine/factory.js';
 import type { EnginePlan } from './engine/plan.js';
 import { resolveModelDir, type Checkpoint } from './model/checkpoint.js';
@@ -69,6 +70,8 @@ export interface SidecarDeps {
   onProgress?: (label: string, done: number, total: number) => void;
   /** Stage marks of requests (bench:serve's latency breakdown); default none. */
   tracer?: Tracer;
+  /** Decodes large frames off the event loop (src/protocol/frame-codec.ts); default: on it. */
+  codec?: FrameCodec;
 }
 
 export interface RunningSidecar {
@@ -84,13 +87,13 @@ export async function startSidecar(opts: SidecarOptions, deps: SidecarDeps): Pro
   const backend = new LoadingBackend();
   const servers: EngineSocketServer[] = [];
   const onError = (err: unknown) => logger.warn({ err: String(err) }, 'engine connection error');
-  const { tracer } = deps;
+  const { tracer, codec } = deps;
   try {
     for (const a of opts.listen) {
       servers.push(
         a.kind === 'unix'
-          ? await listenUnix(a.path, backend, { onError, tracer, handshakeTimeoutMs: opts.handshakeTimeoutMs })
-          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError, tracer, handshakeTimeoutMs: opts.handshakeTimeoutMs }),
+          ? await listenUnix(a.path, backend, { onError, tracer, codec, handshakeTimeoutMs: opts.handshakeTimeoutMs })
+          : await listenTcp(a.host, a.port, backend, { secret: opts.secret ?? '', onError, tracer, codec, handshakeTimeoutMs: opts.handshakeTimeoutMs }),
       );
     }
   } catch (err) {

@@ -1,7 +1,7 @@
 // readJsonBody's two reading paths: a declared content-length (the body is taken whole: the runtime's
 // fast path) and none (a stream pulled under the limit). Both enforce the same limit.
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, LARGE_BODY_BYTES, MAX_JSON_DEPTH, readJsonBody } from '../../src/gateway/body.js';
+import { jsonDepth, LARGE_BODY_BYTES, MAX_JSON_DEPTH, OFF_THREAD_BODY_BYTES, parseJsonBytes, readJsonBody } from '../../src/gateway/body.js';
 import { ApiError } from '../../src/gateway/errors.js';
 
 const post = (body: BodyInit, headers: Record<string, string> = {}) =>
@@ -95,5 +95,25 @@ describe('readJsonBody of a large body', () => {
     expect(passesBefore).toBeGreaterThanOrEqual(3);
     const deep = `{"pad":"${'x'.repeat(LARGE_BODY_BYTES)}","a":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`;
     expect(await status(readJsonBody(post(deep), 8 * LARGE_BODY_BYTES))).toBe(400);
+  });
+});
+
+describe('readJsonBody with a parser elsewhere (BodyParser)', () => {
+  it('hands it the bodies past OFF_THREAD_BODY_BYTES, after the size checks, and parses smaller ones itself', async () => {
+    const given: number[] = [];
+    const parser = async (bytes: Uint8Array) => {
+      given.push(bytes.byteLength);
+      return parseJsonBytes(bytes);
+    };
+    const small = JSON.stringify({ prompt: 'x'.repeat(OFF_THREAD_BODY_BYTES - 100) });
+    expect(await readJsonBody(post(small), 8 * OFF_THREAD_BODY_BYTES, parser)).toEqual(JSON.parse(small));
+    expect(given).toEqual([]);
+    const large = JSON.stringify({ prompt: 'x'.repeat(OFF_THREAD_BODY_BYTES) });
+    expect(await readJsonBody(post(large, { 'content-length': String(large.length) }), 8 * OFF_THREAD_BODY_BYTES, parser)).toEqual(JSON.parse(large));
+    expect(given).toEqual([large.length]);
+    // The limit is checked before anything is handed over; the parser's refusal is readJsonBody's.
+    expect(await status(readJsonBody(post(large), OFF_THREAD_BODY_BYTES, parser))).toBe(413);
+    expect(await status(readJsonBody(post(`[${large}]`), 8 * OFF_THREAD_BODY_BYTES, parser))).toBe(400);
+    expect(given).toEqual([large.length, large.length + 2]);
   });
 });

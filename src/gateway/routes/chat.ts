@@ -30,7 +30,7 @@ import { structuredConstraint } from '../structured-output.js';
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
     const rec = c.get('rec');
-    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
+    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody);
     rec.mark('gw.body');
     const body = chatRequestSchema.parse(json);
     const { info, name } = await resolveModel(c.var.engine, deps, body.model);

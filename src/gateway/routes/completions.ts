@@ -51,7 +51,7 @@ const promptIds = (p: Prompt, echoed: number[] | undefined): number[] => (p.kind
 export function completionsHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
     const rec = c.get('rec');
-    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
+    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody);
     rec.mark('gw.body');
     const body = completionRequestSchema.parse(json);
     const { info, name } = await resolveModel(c.var.engine, deps, body.model);

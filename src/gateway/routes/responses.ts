@@ -24,7 +24,7 @@ import { textFormatConstraint } from '../structured-output.js';
 export function createResponseHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
     const rec = c.get('rec');
-    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes);
+    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody);
     rec.mark('gw.body');
     refuseUnsupported(json);
     checkInputKinds(json);

@@ -16,7 +16,7 @@ import { chatTemplateInputs } from '../tools/prompt.js';
 
 export function tokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
-    const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody));
     await resolveModel(c.var.engine, deps, body.model);
     const chat = 'messages' in body;
     const returnTokenStrs = body.return_token_strs === true;
@@ -42,7 +42,7 @@ export function tokenizeHandler(deps: RouteDeps) {
 
 export function detokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
-    const body = detokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes));
+    const body = detokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody));
     const { info } = await resolveModel(c.var.engine, deps, body.model);
     const bad = body.tokens.find((t) => t >= info.vocabSize);
     if (bad !== undefined) {

@@ -42,6 +42,14 @@ export function threadId(): number | null {
  * bytes). Never throws: where the priority cannot be set, the reason comes back.
  */
 export function becomeBulkThread(name: string): ThreadPriority {
+  // Once per thread: a worker started as a bulk thread (./ts-worker.ts) calls it again from its entry.
+  // NOTE: module state is per thread here (each worker loads its own copy of this module).
+  return (lowered ??= lower(name));
+}
+
+let lowered: ThreadPriority | undefined;
+
+function lower(name: string): ThreadPriority {
   const tid = threadId();
   if (tid === null) return { tid: null, reason: 'no per-thread priority on this platform (/proc/thread-self is missing)' };
   try {

@@ -10,8 +10,9 @@
 // QUEUE_FULL (HTTP 429), so a client cannot park unbounded megabytes here.
 // Workers start with the pool and are ready (bundle loaded) before start() resolves, so their memory
 // is part of the sidecar's footprint at /ready. A worker that dies fails its jobs and is replaced.
-// Memory return: a worker that has tokenized RECYCLE_CHARS or more is retired once it has no job and
-// replaced by a fresh one. A large input grows a worker's heap and the BPE models' scratch arrays
+// Memory return: a worker that has tokenized RECYCLE_CHARS or more is retired once it has had no job
+// for RECYCLE_IDLE_MS and replaced by a fresh one (not at once: starting one, the bundle loaded, is
+// CPU an attack's next job would find competing with the streams). A large input grows a worker's heap and the BPE models' scratch arrays
 // (several bytes per character, kept for the next word) to its high-water mark; ending the thread
 // hands all of it back to the OS at once (issue #26: the sidecar's RSS back to its baseline after an
 // attack), where shrinking each structure would leave V8's heap to decide when. Jobs that arrive while
@@ -19,12 +20,11 @@
 // Priority: each worker lowers its own thread below the serving threads (./thread-priority.ts), so a
 // worker never competes with a stream's next frame for a core; `priority` says what it got.
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { EngineError, type EngineErrorCode, type Prompt } from '../../protocol/engine-client.js';
 import type { TokenizeInput, TokenizerLoadOptions } from '../tokenizer/index.js';
 import type { ThreadPriority } from './thread-priority.js';
+import { sibling, startTsWorker } from './ts-worker.js';
 
 /** Inputs up to this many characters, and chats up to INLINE_MAX_MESSAGES, are tokenized inline. */
 export const INLINE_MAX_CHARS = 16 * 1024;
@@ -33,6 +33,7 @@ export const INLINE_MAX_MESSAGES = 64;
 export const MAX_PENDING_CHARS = 64 * 1024 * 1024;
 /** Characters a worker tokenizes before it is replaced (at its next idle moment). */
 export const RECYCLE_CHARS = 256 * 1024;
+export const RECYCLE_IDLE_MS = 1000;
 
 export interface PoolWorkerData {
   dir: string;
@@ -60,6 +61,7 @@ class PoolWorker {
   /** Characters of the jobs it has been given since it started. */
   chars = 0;
   retiring = false;
+  idle?: ReturnType<typeof setTimeout>;
   constructor(readonly worker: Worker) {}
   load(): number {
     let n = 0;
@@ -87,11 +89,12 @@ export class TokenizePool {
   private constructor(
     private readonly data: PoolWorkerData,
     private readonly size: number,
+    private readonly recycleIdleMs: number,
   ) {}
 
-  /** Starts `size` workers and waits until each has loaded the bundle. */
-  static async start(data: PoolWorkerData, size: number): Promise<TokenizePool> {
-    const pool = new TokenizePool(data, Math.max(1, size));
+  /** Starts `size` workers and waits until each has loaded the bundle. `recycleIdleMs` 0: recycle as soon as idle. */
+  static async start(data: PoolWorkerData, size: number, recycleIdleMs = RECYCLE_IDLE_MS): Promise<TokenizePool> {
+    const pool = new TokenizePool(data, Math.max(1, size), recycleIdleMs);
     await Promise.all(Array.from({ length: pool.size }, () => pool.spawn()));
     return pool;
   }
@@ -118,6 +121,7 @@ export class TokenizePool {
   async close(): Promise<void> {
     this.closed = true;
     const ws = this.workers.splice(0);
+    for (const w of ws) clearTimeout(w.idle);
     const shutdown = new EngineError('NOT_READY', 'the sidecar is shutting down');
     for (const w of ws) this.fail(w, shutdown);
     for (const { pending } of this.waiting.splice(0)) pending.reject(shutdown);
@@ -140,16 +144,25 @@ export class TokenizePool {
   }
 
   private give(w: PoolWorker, id: number, job: PoolJob, pending: Pending): void {
+    clearTimeout(w.idle);
     w.pending.set(id, pending);
     w.chars += pending.chars;
     w.worker.postMessage(job);
   }
 
-  /** A worker past RECYCLE_CHARS with no job left ends; its 'exit' starts the replacement. */
+  /** A worker past RECYCLE_CHARS with no job for recycleIdleMs ends; its 'exit' starts the replacement. */
   private recycleIfDone(w: PoolWorker): void {
-    if (w.chars < RECYCLE_CHARS || w.pending.size > 0 || w.retiring || this.closed) return;
-    w.retiring = true;
-    void w.worker.terminate();
+    const idle = () => w.chars >= RECYCLE_CHARS && w.pending.size === 0 && !w.retiring && !this.closed;
+    const retire = () => {
+      if (!idle()) return;
+      w.retiring = true;
+      void w.worker.terminate();
+    };
+    if (!idle()) return;
+    if (this.recycleIdleMs === 0) return retire();
+    clearTimeout(w.idle);
+    w.idle = setTimeout(retire, this.recycleIdleMs);
+    w.idle.unref();
   }
 
   private settle(w: PoolWorker, reply: PoolReply): void {
@@ -181,7 +194,7 @@ export class TokenizePool {
 
   private spawn(): Promise<void> {
     this.spawned++;
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...this.data, entry: ENTRY, tsx: TSX } });
+    const worker = startTsWorker(sibling(import.meta.url, 'tokenize-worker'), this.data, 'ee-tokenize');
     worker.unref(); // an idle pool must not keep the process alive
     const w = new PoolWorker(worker);
     return new Promise<void>((ready, failed) => {
@@ -221,14 +234,3 @@ async function toArray(ids: Int32Array): Promise<number[]> {
   }
   return out;
 }
-
-// The worker runs this module's sibling: ./tokenize-worker.js when compiled (dist/), else the .ts
-// source through tsx's loader, registered in the worker itself (loader hooks are per thread).
-const fromSource = import.meta.url.endsWith('.ts');
-const ENTRY = new URL(`./tokenize-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href;
-const TSX = fromSource ? new URL('./dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href : null;
-const BOOTSTRAP = `(async () => {
-  const { workerData } = require('node:worker_threads');
-  if (workerData.tsx) (await import(workerData.tsx)).register();
-  await import(workerData.entry);
-})().catch((e) => { setImmediate(() => { throw e; }); });`;

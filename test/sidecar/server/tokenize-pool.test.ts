@@ -93,7 +93,7 @@ describe('bulk threads', () => {
   });
 
   it('a worker that tokenized RECYCLE_CHARS is replaced once idle (its memory goes with it); jobs meanwhile wait for the new one', async () => {
-    const own = await TokenizePool.start({ dir: TOKENIZER_DIR, options: { maxModelLen: 256 }, vocabSize: 103424 }, 1);
+    const own = await TokenizePool.start({ dir: TOKENIZER_DIR, options: { maxModelLen: 256 }, vocabSize: 103424 }, 1, 0);
     try {
       const small = text(20_000);
       const first = await own.tokenize({ prompt: small, addSpecialTokens: true }, small.length);
