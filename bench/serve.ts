@@ -217,7 +217,7 @@ function printCycles(samples: Sample[], roles: Map<number, string>, tuples: Tupl
     console.log(`CPU ms per request (perf, on-core time), ${side}:`);
     for (const t of u.byThread.filter((x) => x.ms >= 0.01)) console.log(`  ${t.ms.toFixed(3).padStart(8)}  ${t.thread}`);
     for (const [role, rows] of u.byWhat) {
-      if (!/\/main$/.test(role)) continue;
+      if (role.startsWith('bench') || !rows.some((r) => r.ms >= 0.05)) continue;
       console.log(`  ${role}:`);
       for (const r of rows.slice(0, 10)) console.log(`    ${r.ms.toFixed(3).padStart(8)}  ${r.what}`);
     }

@@ -33,7 +33,7 @@ export async function recordCycles(file: string, pids: number[]): Promise<{ stop
     stop: async () => {
       perf.kill('SIGINT');
       await exited;
-      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'tid,time,ip,sym'], { maxBuffer: 1 << 31 });
+      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'tid,time,ip,sym'], { maxBuffer: 2 ** 29 });
       return parseSamples(stdout);
     },
   };
@@ -56,12 +56,13 @@ export function parseSamples(text: string): Sample[] {
 }
 
 const GC = /v8::internal::(Heap::|Scavenger|ScavengeJob|MarkCompact|ConcurrentMarking|Sweeper|MinorMarkCompact|IncrementalMarking|MemoryReducer)/;
+const COMPILE = /v8::internal::(compiler::|Compiler::|OptimizingCompileDispatcher|baseline::|Maglev|maglev::)/;
 const OURS = /^JS:\S*\s.*\/(src|adapters)\/(?!.*node_modules)/;
 
 export interface CpuUse {
   /** Mean CPU ms per window per thread role (e.g. "sidecar/main"), busiest first. */
   byThread: { thread: string; ms: number }[];
-  /** For each of the given roles: mean ms per window by what ran (GC, or the innermost project frame, else the leaf). */
+  /** Per process's main thread and its other threads together: mean ms per window by what ran (GC, a compile, or the innermost project frame, else the leaf). */
   byWhat: Map<string, { what: string; ms: number }[]>;
 }
 
@@ -86,10 +87,14 @@ export function cpuUse(samples: Sample[], windows: { from: number; to: number }[
     const role = roles.get(s.tid);
     if (!role || !inWindow(s.at)) continue;
     byThread.set(role, (byThread.get(role) ?? 0) + ms);
-    const what = s.frames.some((f) => GC.test(f)) ? '(GC)' : (s.frames.find((f) => OURS.test(f)) ?? s.frames[0] ?? '?').replace(/file:\/\/\S*\/(src|adapters)\//, '$1/').replace(/^JS:[*~^]?/, '');
-    const m = byWhat.get(role) ?? new Map<string, number>();
+    const gc = s.frames.find((f) => GC.test(f));
+    const compile = s.frames.find((f) => COMPILE.test(f));
+    const what = gc ? `(GC) ${gc.replace(/^v8::internal::/, '').slice(0, 70)}` : compile ? `(compile) ${compile.replace(/^v8::internal::/, '').slice(0, 70)}` : (s.frames.find((f) => OURS.test(f)) ?? s.frames[0] ?? '?').replace(/file:\/\/\S*\/(src|adapters)\//, '$1/').replace(/^JS:[*~^]?/, '');
+    // Threads other than a process's main one, the engine's included, are one group per process.
+    const group = role.replace(/\/[^/]*:\d+$/, '/other threads');
+    const m = byWhat.get(group) ?? new Map<string, number>();
     m.set(what, (m.get(what) ?? 0) + ms);
-    byWhat.set(role, m);
+    byWhat.set(group, m);
   }
   const rows = (m: Map<string, number>) => [...m].map(([k, v]) => ({ k, v })).sort((a, b) => b.v - a.v);
   return {

@@ -41,6 +41,10 @@ export async function startServer(
   });
   let buf = '';
   const exited = new Promise((r) => child.once('exit', r));
+  // A benchmark that fails (or is interrupted) must not leave its servers running on a shared host.
+  const orphan = () => child.kill('SIGTERM');
+  process.once('exit', orphan);
+  void exited.then(() => process.off('exit', orphan));
   const base = await new Promise<string>((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`server exited ${c}`)));
     child.stdout!.on('data', (d: Buffer) => {

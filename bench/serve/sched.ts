@@ -35,7 +35,7 @@ export async function recordSched(file: string): Promise<SchedRecorder> {
     stop: async () => {
       perf.kill('SIGINT');
       await exited;
-      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'cpu,time,trace'], { maxBuffer: 1 << 30 });
+      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'cpu,time,trace'], { maxBuffer: 2 ** 29 });
       return parseSwitches(stdout);
     },
   };
