@@ -1,5 +1,6 @@
 // Preloaded into every process of a server (NODE_OPTIONS=--import <this file>, which may carry
-// --import but not --cpu-prof): a CPU profile of the process, sampled every 1 ms, written at exit
+// --import but not --cpu-prof): a CPU profile of the process, sampled every 1 ms (or every
+// $ERNIE_CPU_PROFILE_US microseconds), written at exit
 // into $ERNIE_CPU_PROFILE_DIR as sidecar-<pid>.cpuprofile or gateway-<pid>.cpuprofile, as
 // `node --cpu-prof` would. The inspector session of the process's own thread answers synchronously,
 // so the profile is written inside 'exit'.
@@ -12,7 +13,7 @@ if (dir) {
   const session = new Session();
   session.connect();
   session.post('Profiler.enable');
-  session.post('Profiler.setSamplingInterval', { interval: 1000 });
+  session.post('Profiler.setSamplingInterval', { interval: Number(process.env.ERNIE_CPU_PROFILE_US ?? 1000) });
   session.post('Profiler.start');
   process.once('exit', () => {
     session.post('Profiler.stop', (err, res) => {

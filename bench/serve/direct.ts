@@ -6,6 +6,9 @@ import type { BenchRequest } from '../engine/workload.js';
 
 export interface DirectTiming {
   ttftMs: number;
+  /** submit() called and the first token's step callback, host clock (ms). */
+  sentAt: number;
+  firstAt: number;
   /** The native duration of the step that produced the first token (engine.stats().stepTimeMs). */
   stepMs: number;
 }
@@ -26,7 +29,7 @@ export function directOne(
       const now = hrtimeMs();
       for (const o of outs) {
         if (o.id !== id) continue;
-        if (timing === null && o.tokens.length > 0) timing = { ttftMs: now - sentAt, stepMs: engine.stats().stepTimeMs };
+        if (timing === null && o.tokens.length > 0) timing = { ttftMs: now - sentAt, sentAt, firstAt: now, stepMs: engine.stats().stepTimeMs };
         if (o.finish) {
           if (timing) resolve(timing);
           else reject(new Error(`request ${id} finished without a token`));

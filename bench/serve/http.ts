@@ -14,6 +14,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 export interface Server {
   base: string;
+  /** The server's first process (the gateway; the sidecar is its child). */
+  pid: number;
   /** When the server process was spawned and when /ready first answered 200 (host clock, ms). */
   spawnedAt: number;
   readyAt: number;
@@ -29,8 +31,9 @@ export async function startServer(
   traceFile: string | null,
   flags: string[] = ['--model', dir, '--kv-cache-memory', '4GiB', '--max-num-batched-tokens', '512'],
   extraEnv: NodeJS.ProcessEnv = {}, // e.g. NODE_OPTIONS='--import …' (bench/serve-gpu/cpu-profile.mjs): every process of the server inherits it
+  root = path.resolve(here, '../..'), // the checkout whose server runs (bench:serve --against: another one)
 ): Promise<Server> {
-  const bin = path.resolve(here, '../../bin/ernie-edge.js');
+  const bin = path.join(root, 'bin/ernie-edge.js');
   const spawnedAt = hrtimeMs();
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -38,6 +41,10 @@ export async function startServer(
   });
   let buf = '';
   const exited = new Promise((r) => child.once('exit', r));
+  // A benchmark that fails (or is interrupted) must not leave its servers running on a shared host.
+  const orphan = () => child.kill('SIGTERM');
+  process.once('exit', orphan);
+  void exited.then(() => process.off('exit', orphan));
   const base = await new Promise<string>((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`server exited ${c}`)));
     child.stdout!.on('data', (d: Buffer) => {
@@ -61,7 +68,7 @@ export async function startServer(
   }
   if (Number.isNaN(readyAt)) throw new Error('the server never became ready');
   return {
-    base, spawnedAt, readyAt,
+    base, pid: child.pid!, spawnedAt, readyAt,
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
