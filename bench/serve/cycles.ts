@@ -5,11 +5,7 @@
 // The servers run with --perf-basic-prof-only-functions (NODE_OPTIONS), so JavaScript frames have
 // names ("JS:*handleStep file:///…/src/sidecar/server/engine-host.ts:…"); V8's and Node's own frames
 // come from the node binary's symbols.
-import { execFile, spawn } from 'node:child_process';
-import { stat } from 'node:fs/promises';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
+import { perfRecord } from './perf-record.js';
 /** CPU time per sample (perf -c, in ns of the cpu-clock event). */
 const PERIOD_NS = 100_000;
 
@@ -20,23 +16,8 @@ export interface Sample {
 }
 
 export async function recordCycles(file: string, pids: number[]): Promise<{ stop(): Promise<Sample[]> }> {
-  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-c', String(PERIOD_NS), '-g', '-k', 'CLOCK_MONOTONIC', '-p', pids.join(','), '-o', file], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const exited = new Promise((resolve) => perf.once('exit', resolve));
-  for (let i = 0; ; i++) {
-    if ((await stat(file).then((s) => s.size, () => 0)) > 0) break;
-    if (i > 500 || perf.exitCode !== null) throw new Error('perf record did not start (is perf installed and allowed?)');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return {
-    stop: async () => {
-      perf.kill('SIGINT');
-      await exited;
-      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'tid,time,ip,sym'], { maxBuffer: 2 ** 29 });
-      return parseSamples(stdout);
-    },
-  };
+  const rec = await perfRecord(file, ['-e', 'cpu-clock', '-c', String(PERIOD_NS), '-g', '-p', pids.join(',')], 'tid,time,ip,sym');
+  return { stop: async () => parseSamples(await rec.stop()) };
 }
 
 export function parseSamples(text: string): Sample[] {

@@ -5,12 +5,8 @@
 // on a core inside it. On 2 cores the engine's 2 threads want both for the whole step: any other
 // thread's time there is engine time lost, and which thread it was says what to move out of the step.
 // Linux with perf only (as root, or perf_event_paranoid permitting system-wide tracepoints).
-import { spawn, execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
+import { perfRecord } from './perf-record.js';
 
 /** Per core: when each thread started running there (ascending), the thread id (0: idle). */
 export interface Timeline {
@@ -24,21 +20,8 @@ export interface SchedRecorder {
 
 /** Starts `perf record` system-wide; resolves once it writes its file. */
 export async function recordSched(file: string): Promise<SchedRecorder> {
-  const perf = spawn('perf', ['record', '-q', '-e', 'sched:sched_switch', '-k', 'CLOCK_MONOTONIC', '-a', '-o', file], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const exited = new Promise<number | null>((resolve) => perf.once('exit', resolve));
-  for (let i = 0; ; i++) {
-    if ((await stat(file).then((s) => s.size, () => 0)) > 0) break;
-    if (i > 500 || perf.exitCode !== null) throw new Error('perf record did not start (is perf installed and allowed?)');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return {
-    stop: async () => {
-      perf.kill('SIGINT');
-      await exited;
-      const { stdout } = await run('perf', ['script', '-i', file, '--ns', '-F', 'cpu,time,trace'], { maxBuffer: 2 ** 29 });
-      return parseSwitches(stdout);
-    },
-  };
+  const rec = await perfRecord(file, ['-e', 'sched:sched_switch', '-a'], 'cpu,time,trace');
+  return { stop: async () => parseSwitches(await rec.stop()) };
 }
 
 const LINE = /^\s*\[(\d+)\]\s+([\d.]+):\s+prev_comm=(.*) prev_pid=(\d+) .* ==> next_comm=(.*) next_pid=(\d+) next_prio=/;

@@ -8,20 +8,13 @@ import { ApiError } from '../../src/gateway/errors.js';
 import { OffThreadCodec, RECYCLE_BYTES } from '../../src/cli/off-thread-codec.js';
 import { FrameDecoder, FrameError } from '../../src/protocol/framing.js';
 import { decodeMessage, encodeMessage, encodeMessageParts, ProtocolError } from '../../src/protocol/messages.js';
+import { concatBytes } from '../doubles/bytes.js';
 
 const codec = new OffThreadCodec();
 afterAll(() => codec.close());
 
 const enc = new TextEncoder();
-const concat = (parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
+const concat = concatBytes;
 /** What the call threw (or null), as the fields the HTTP layer and the protocol read. */
 const failure = async (p: Promise<unknown> | (() => unknown)) => {
   try {

@@ -22,6 +22,7 @@ import {
 import { serveEngine } from '../../src/protocol/serve-engine.js';
 import { createTransportPair } from '../../src/protocol/transport.js';
 import { FakeEngineClient } from '../doubles/fake-engine-client.js';
+import { sampling } from '../sidecar/server/helpers.js';
 
 /** A codec whose answers wait until release() (in the order asked), counting what it was given. */
 class HeldCodec implements FrameCodec {
@@ -52,29 +53,7 @@ class HeldCodec implements FrameCodec {
   }
 }
 
-const submit = (id: string, text: string): SubmitRequest => ({
-  id,
-  prompt: { kind: 'text', text },
-  sampling: {
-    maxTokens: 2,
-    temperature: 0,
-    topP: 1,
-    topK: -1,
-    minP: 0,
-    repetitionPenalty: 1,
-    frequencyPenalty: 0,
-    presencePenalty: 0,
-    logitBias: {},
-    seed: null,
-    stop: [],
-    stopTokenIds: [],
-    ignoreEos: false,
-    logprobs: null,
-    skipSpecialTokens: true,
-  },
-  n: 1,
-  echo: false,
-});
+const submit = (id: string, text: string): SubmitRequest => ({ id, prompt: { kind: 'text', text }, sampling: sampling({ maxTokens: 2 }), n: 1, echo: false });
 
 const until = async (cond: () => boolean) => {
   while (!cond()) await new Promise((r) => setImmediate(r));
@@ -138,6 +117,20 @@ describe('the client with a codec', () => {
   });
 });
 
+/** A peer past HELLO on a served connection; `replies` collects the types of the frames it receives. */
+async function authenticated(backend: FakeEngineClient, codec: FrameCodec) {
+  const [a, b] = createTransportPair();
+  serveEngine(b, backend, { codec });
+  const replies: string[] = [];
+  const decoder = new FrameDecoder();
+  a.onData((chunk) => {
+    for (const f of decoder.push(chunk)) replies.push(decodeMessage(f).type);
+  });
+  await a.write(encodeMessage('HELLO', { version: PROTOCOL_VERSION }));
+  await until(() => replies.includes('HELLO_OK'));
+  return { a, replies };
+}
+
 describe('serveEngine with a codec', () => {
   it('decodes large frames of an authenticated peer with it; the frames behind one do not wait for it', async () => {
     const codec = new HeldCodec();
@@ -149,15 +142,7 @@ describe('serveEngine with a codec', () => {
     };
     const health = backend.health.bind(backend);
     backend.health = () => (handled.push('health'), health());
-    const [a, b] = createTransportPair();
-    serveEngine(b, backend, { codec });
-    const replies: string[] = [];
-    const decoder = new FrameDecoder();
-    a.onData((chunk) => {
-      for (const f of decoder.push(chunk)) replies.push(decodeMessage(f).type);
-    });
-    await a.write(encodeMessage('HELLO', { version: PROTOCOL_VERSION }));
-    await until(() => replies.includes('HELLO_OK'));
+    const { a } = await authenticated(backend, codec);
     const big = LARGE_INPUT_BYTES + 1;
     await a.write(encodeMessage('TOKENIZE', { cid: 1, req: { prompt: 'x'.repeat(big), addSpecialTokens: false, addGenerationPrompt: false } }));
     await a.write(encodeMessage('HEALTH', { cid: 2 }));
@@ -174,15 +159,7 @@ describe('serveEngine with a codec', () => {
   it('an ABORT that comes while its SUBMIT is being decoded aborts the request once it is opened', async () => {
     const codec = new HeldCodec();
     const backend = new FakeEngineClient();
-    const [a, b] = createTransportPair();
-    serveEngine(b, backend, { codec });
-    const replies: string[] = [];
-    const decoder = new FrameDecoder();
-    a.onData((chunk) => {
-      for (const f of decoder.push(chunk)) replies.push(decodeMessage(f).type);
-    });
-    await a.write(encodeMessage('HELLO', { version: PROTOCOL_VERSION }));
-    await until(() => replies.includes('HELLO_OK'));
+    const { a, replies } = await authenticated(backend, codec);
     await a.write(encodeMessage('SUBMIT', { req: submit('big', 'x'.repeat(LARGE_INPUT_BYTES + 1)) }));
     await until(() => codec.held.length === 1);
     await a.write(encodeMessage('ABORT', { id: 'big', cid: 3 }));

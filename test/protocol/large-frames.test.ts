@@ -9,16 +9,9 @@ import { decodeMessage, encodeMessage, encodeMessageParts, PROTOCOL_VERSION } fr
 import { LARGE_FRAME_BYTES, serveEngine } from '../../src/protocol/serve-engine.js';
 import { createTransportPair } from '../../src/protocol/transport.js';
 import { FakeEngineClient } from '../doubles/fake-engine-client.js';
+import { concatBytes } from '../doubles/bytes.js';
 
-const concat = (parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
+const concat = concatBytes;
 
 describe('encodeFrameParts / writeParts', () => {
   it('a small payload is one frame; a large one is its header then the payload itself, the same bytes in all', () => {
