@@ -18,7 +18,7 @@ import { ApiError } from '../gateway/errors.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { FrameError, type Frame } from '../protocol/framing.js';
 import { ProtocolError, type Message, type MessageBody, type MsgTypeName } from '../protocol/messages.js';
-import { sibling, startTsWorker } from '../sidecar/server/ts-worker.js';
+import { sibling, startTsWorker, whenIdleFor } from '../sidecar/server/ts-worker.js';
 
 /** Bytes a worker handles before it is replaced (once idle for RECYCLE_IDLE_MS). */
 export const RECYCLE_BYTES = 8 * 1024 * 1024;
@@ -128,16 +128,10 @@ export class OffThreadCodec implements FrameCodec {
   /** A worker past RECYCLE_BYTES idle for recycleIdleMs ends; new jobs go to its replacement at once. */
   private recycleIfDone(slot: Slot): void {
     const idle = () => slot.bytes >= RECYCLE_BYTES && slot.pending.size === 0 && !this.closed && this.slot === slot;
-    const recycle = () => {
-      if (!idle()) return;
+    whenIdleFor(slot, this.recycleIdleMs, idle, () => {
       this.slot = this.spawn();
       void slot.worker.terminate();
-    };
-    if (!idle()) return;
-    if (this.recycleIdleMs === 0) return recycle();
-    clearTimeout(slot.idle);
-    slot.idle = setTimeout(recycle, this.recycleIdleMs);
-    slot.idle.unref();
+    });
   }
 
   private fail(slot: Slot, e: Error): void {

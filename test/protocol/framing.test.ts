@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeFrame, FrameDecoder, FrameError } from '../../src/protocol/framing.js';
 import { decodeMessage, encodeMessage, MsgType, ProtocolError, type Message } from '../../src/protocol/messages.js';
+import { concatBytes } from '../doubles/bytes.js';
 
 const sampling = {
   maxTokens: 8, temperature: 0.7, topP: 0.9, topK: 20, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
@@ -43,14 +44,7 @@ const SAMPLES: Message[] = [
 ];
 
 function encodeAll(): Uint8Array {
-  const parts = SAMPLES.map((m) => encodeMessage(m.type, m.body as never));
-  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatBytes(SAMPLES.map((m) => encodeMessage(m.type, m.body as never)));
 }
 
 describe('codec', () => {

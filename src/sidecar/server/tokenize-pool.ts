@@ -24,7 +24,7 @@ import type { Worker } from 'node:worker_threads';
 import { EngineError, type EngineErrorCode, type Prompt } from '../../protocol/engine-client.js';
 import type { TokenizeInput, TokenizerLoadOptions } from '../tokenizer/index.js';
 import type { ThreadPriority } from './thread-priority.js';
-import { sibling, startTsWorker } from './ts-worker.js';
+import { sibling, startTsWorker, whenIdleFor } from './ts-worker.js';
 
 /** Inputs up to this many characters, and chats up to INLINE_MAX_MESSAGES, are tokenized inline. */
 export const INLINE_MAX_CHARS = 16 * 1024;
@@ -153,16 +153,10 @@ export class TokenizePool {
   /** A worker past RECYCLE_CHARS with no job for recycleIdleMs ends; its 'exit' starts the replacement. */
   private recycleIfDone(w: PoolWorker): void {
     const idle = () => w.chars >= RECYCLE_CHARS && w.pending.size === 0 && !w.retiring && !this.closed;
-    const retire = () => {
-      if (!idle()) return;
+    whenIdleFor(w, this.recycleIdleMs, idle, () => {
       w.retiring = true;
       void w.worker.terminate();
-    };
-    if (!idle()) return;
-    if (this.recycleIdleMs === 0) return retire();
-    clearTimeout(w.idle);
-    w.idle = setTimeout(retire, this.recycleIdleMs);
-    w.idle.unref();
+    });
   }
 
   private settle(w: PoolWorker, reply: PoolReply): void {

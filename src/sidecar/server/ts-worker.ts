@@ -32,3 +32,19 @@ export function startTsWorker(entry: URL, data: object, bulk?: string): Worker {
 export function sibling(here: string, name: string): URL {
   return new URL(`./${name}.${here.endsWith('.ts') ? 'ts' : 'js'}`, here);
 }
+
+/**
+ * Recycling a bulk worker once it has sat idle: runs `act` when `idle()` has held for `delayMs` (at once
+ * for 0), checked again when the time is up; a later call restarts the wait. `holder.idle` keeps the
+ * timer, which never keeps the process alive.
+ */
+export function whenIdleFor(holder: { idle?: ReturnType<typeof setTimeout> }, delayMs: number, idle: () => boolean, act: () => void): void {
+  if (!idle()) return;
+  const run = () => {
+    if (idle()) act();
+  };
+  if (delayMs === 0) return run();
+  clearTimeout(holder.idle);
+  holder.idle = setTimeout(run, delayMs);
+  holder.idle.unref();
+}
