@@ -14,6 +14,17 @@ export interface SingleStreamResult {
   runs: { decodeTokS: number[]; prefillTokS: number[] };
   /** Native time per decode step by phase and GEMM group (ms), over one-token forward steps (CPU only). */
   decodeProfileMs?: Partial<CpuProfile>;
+  /** The same for one prefill of prefillTokens (the last run's; CPU only). */
+  prefillProfileMs?: Partial<CpuProfile>;
+}
+
+/** Per-step profile difference (ms per step; the thread count as is). */
+function profileDelta(before: CpuProfile, after: CpuProfile, steps: number): Partial<CpuProfile> {
+  const per: Partial<CpuProfile> = {};
+  for (const k of Object.keys(after) as (keyof CpuProfile)[])
+    if (k !== 'steps' && k !== 'tokens' && k !== 'threads') per[k] = (after[k] - before[k]) / steps;
+  per.threads = after.threads;
+  return per;
 }
 
 /** The model's native time per one-token step, by phase, over `steps` steps after a 16-token prompt. */
@@ -23,10 +34,7 @@ async function decodeProfile(model: NativeModel, blocks: Int32Array, steps: numb
   const before = model.info().profile;
   if (!before) return undefined;
   for (let t = 0; t < steps; t++) await model.forward([{ tokens: tokens(1, 100 + t), startPos: 16 + t, blockTable: blocks, logits: 1 }]);
-  const after = model.info().profile!;
-  const per: Partial<CpuProfile> = {};
-  for (const k of Object.keys(after) as (keyof CpuProfile)[]) if (k !== 'steps' && k !== 'tokens') per[k] = (after[k] - before[k]) / steps;
-  return per;
+  return profileDelta(before, model.info().profile!, steps);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -48,18 +56,22 @@ export async function singleStream(model: NativeModel, opts: { decodeTokens: num
   await model.generateGreedy({ tokens: tokens(16, 1), blockTable: blocks }, 8);
   const decode: number[] = [];
   const prefill: number[] = [];
+  let prefillProfileMs: Partial<CpuProfile> | undefined;
   for (let r = 0; r < opts.runs; r++) {
     const g = await model.generateGreedy({ tokens: tokens(16, 10 + r), blockTable: blocks }, opts.decodeTokens + 1);
     decode.push((opts.decodeTokens / g.decodeMs) * 1000);
+    const before = model.info().profile;
     const t0 = performance.now();
     await model.forward([{ tokens: tokens(opts.prefillTokens, 20 + r), startPos: 0, blockTable: blocks, logits: 1 }]);
     prefill.push((opts.prefillTokens / (performance.now() - t0)) * 1000);
+    if (before) prefillProfileMs = profileDelta(before, model.info().profile!, 1);
   }
   const ceiling = bw / info.weightBytes;
   const d = median(decode);
   const decodeProfileMs = await decodeProfile(model, blocks, opts.decodeTokens);
   return {
     decodeProfileMs,
+    prefillProfileMs,
     readBandwidthGBs: bw / 1e9,
     weightBytesPerToken: info.weightBytes,
     ceilingTokS: ceiling,

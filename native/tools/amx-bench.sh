@@ -36,7 +36,8 @@ objs=()
     fi
     i=$((i + 1))
   done
-  for v in "pf1:-DEE_AMX_PREFETCH=1" "pf2:-DEE_AMX_PREFETCH=2" "small:-DEE_AMX_SMALL_ROWS=1000000"; do
+  # AMX_BENCH_PARAMS: the parameter variants (name:flags, space-separated; "" for none).
+  for v in ${AMX_BENCH_PARAMS-"pf1:-DEE_AMX_PREFETCH=1" "pf2:-DEE_AMX_PREFETCH=2" "small:-DEE_AMX_SMALL_ROWS=1000000"}; do
     ns="amx_${v%%:*}"
     g++ "${flags[@]}" -Isrc "${v#*:}" -Damx="$ns" -c src/cpu/amx.cc -o "$tmp/$ns.o"
     objs+=("$tmp/$ns.o")

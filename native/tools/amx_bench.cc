@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -31,6 +32,7 @@ namespace ee::cpu::amx {
 size_t act_bytes(int M, int K);
 void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
+Act act_rows(const Act& a, int m0, int m1);
 double dot_peak_bf16(long iters);
 }  // namespace ee::cpu::amx
 
@@ -62,6 +64,7 @@ struct Variant {
   void (*prepare)(const float*, int, const Act&, int, int);
   GemmFn gemm;
   int task_rows;
+  int task_m = 0;  // input rows per task (this tree's kernel only; 0: all M rows)
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -95,6 +98,10 @@ int main(int argc, char** argv) {
   variants.push_back({"this tree, 128-row tasks", amx::act_bytes, amx::prepare_act, amx::gemm_bf16, 128});
   variants.push_back({"this tree, 64-row tasks", amx::act_bytes, amx::prepare_act, amx::gemm_bf16, 64});
   variants.push_back({"this tree, 32-row tasks", amx::act_bytes, amx::prepare_act, amx::gemm_bf16, 32});
+  // Tasks of task_m input rows x task_rows outputs (the rows' activations and the outputs' weights in L2).
+  for (const auto& [tm, tn] : std::vector<std::pair<int, int>>{{32, 128}, {64, 128}, {128, 128}})
+    variants.push_back({"this tree, " + std::to_string(tm) + " rows x " + std::to_string(tn) + " outputs",
+                        amx::act_bytes, amx::prepare_act, amx::gemm_bf16, tn, tm});
   const Shape shapes[] = {{"qkv", 2560, 1024}, {"o", 1024, 2048}, {"gate+up", 6144, 1024}, {"down", 1024, 3072}};
   const int layers = 18;
   struct Run {
@@ -144,16 +151,23 @@ int main(int argc, char** argv) {
         size_t act = 0;
         for (const Variant& v : variants) act = std::max(act, v.act_bytes(M, K));
         std::vector<uint8_t> buf(act + 64);
+        // The model runner's step buffers are 64-byte aligned (model_runner.h).
+        uint8_t* const act_data = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
         auto call = [&](ThreadPool& pool, size_t vi) {
           const Variant& v = variants[vi];
           Act a;
-          a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = run.precise, a.data = buf.data();
+          a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = run.precise, a.data = act_data;
           pool.run((M + 15) / 16, [&](int t, int) { v.prepare(x.data(), K, a, 16 * t, std::min(M, 16 * t + 16)); });
           const int tasks = (N + v.task_rows - 1) / v.task_rows;
           float* y = ys[vi].data();
-          pool.run(tasks, [&](int t, int) {
-            const int n0 = t * v.task_rows;
-            v.gemm(a, wp.data(), N, n0, std::min(N, n0 + v.task_rows), y, N);
+          const int tm = v.task_m > 0 && v.task_m < M ? v.task_m : M;
+          const int mt = (M + tm - 1) / tm;
+          pool.run(tasks * mt, [&](int t, int) {
+            const int n0 = (t % tasks) * v.task_rows, m0 = (t / tasks) * tm;
+            if (tm == M) v.gemm(a, wp.data(), N, n0, std::min(N, n0 + v.task_rows), y, N);
+            else
+              v.gemm(amx::act_rows(a, m0, std::min(M, m0 + tm)), wp.data(), N, n0, std::min(N, n0 + v.task_rows),
+                     y + size_t(m0) * N, N);
           });
         };
         const double flops = 2.0 * M * N * K * (run.precise ? 2 : 1);

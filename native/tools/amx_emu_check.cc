@@ -17,6 +17,7 @@ namespace ee::cpu::amx {
 size_t act_bytes(int M, int K);
 void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
+Act act_rows(const Act& a, int m0, int m1);
 const char* bf16_small_rows_kernel();
 const char* bf16_tile_order();
 extern const Int8Kernels kInt8Kernels;
@@ -77,6 +78,20 @@ int main() {
       run16(x.data(), M, y.data());
       for (int m = 0; m < M; ++m) run16(x.data() + size_t(m) * K, 1, alone.data() + size_t(m) * N);
       check(std::memcmp(y.data(), alone.data(), y.size() * 4) == 0, "bf16 rowsIdentical", M, N, K, precise);
+      // In tasks of 32 input rows (act_rows) x 32 outputs, as the model runner's tasks of rows and outputs.
+      {
+        Act a;
+        a.M = M, a.K = K, a.Kp = pad_k(K), a.precise = precise;
+        std::vector<uint8_t> buf(amx::act_bytes(M, K) + 64);
+        a.data = buf.data();
+        for (int m0 = 0; m0 < M; m0 += 16) amx::prepare_act(x.data(), K, a, m0, std::min(M, m0 + 16));
+        std::vector<float> tiled(size_t(M) * N);
+        for (int m0 = 0; m0 < M; m0 += 32)
+          for (int n0 = 0; n0 < N; n0 += 32)
+            amx::gemm_bf16(amx::act_rows(a, m0, std::min(M, m0 + 32)), packed.data(), N, n0, std::min(N, n0 + 32),
+                           tiled.data() + size_t(m0) * N, N);
+        check(std::memcmp(y.data(), tiled.data(), y.size() * 4) == 0, "bf16 rowTasksIdentical", M, N, K, precise);
+      }
       double worst = 0;
       for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) {

@@ -94,6 +94,16 @@ export interface CpuProfile {
   attentionMs: number;
   otherMs: number;
   lmHeadMs: number;
+  /** Parts of otherMs: embedding lookup and RoPE angles, RoPE and K/V cache writes, the residual after down_proj. */
+  embedMs: number;
+  ropeKvMs: number;
+  residualMs: number;
+  /** The GEMMs' activation preparation (inside gemmMs), with the norms and silu(gate) * up fused into it. */
+  prepMs: number;
+  /** Task time summed over the threads (thread-ms): busy / (wall * threads) is the share not idle. */
+  gemmBusyMs: number;
+  attentionBusyMs: number;
+  threads: number;
   steps: number;
   tokens: number;
 }

@@ -104,4 +104,20 @@ describe.each(paths)('formula-0.3b golden on %s (real 0.3B shape)', (isa) => {
       one.close();
     }
   });
+
+  it('steps of 256 rows and more (GEMM tasks over 64 input rows) give the same bits as smaller steps', async () => {
+    // 300 tokens at once: the GEMMs split their rows across tasks; in chunks of 100 and 200 they do not.
+    const long = Int32Array.from({ length: 300 }, (_, t) => 3 + ((t * 7919 + 13) % 50000));
+    const table = Int32Array.from({ length: 19 }, (_, i) => 12 + i);
+    const whole = await model.forward([{ tokens: long, startPos: 0, blockTable: table, logits: 1 }]);
+    await model.forward([{ tokens: long.slice(0, 100), startPos: 0, blockTable: table, logits: 0 }]);
+    const chunked = await model.forward([{ tokens: long.slice(100), startPos: 100, blockTable: table, logits: 1 }]);
+    expect(maxAbsDiff(chunked, whole)).toBe(0);
+    // A short request alone (a step of 5 rows), then beside the long one (a step of 305 rows).
+    const short = { tokens: Int32Array.of(5, 17, 29, 41, 53), startPos: 0, blockTable: Int32Array.of(31), logits: 1 as const };
+    const alone = await model.forward([short]);
+    const both = await model.forward([{ tokens: long, startPos: 0, blockTable: table, logits: 1 }, short]);
+    expect(maxAbsDiff(both.subarray(0, whole.length), whole)).toBe(0);
+    expect(maxAbsDiff(both.subarray(whole.length), alone)).toBe(0);
+  });
 });

@@ -272,7 +272,7 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     o.Set("quantization", q.int8 ? "int8" : "none");
     o.Set("gemm", q.int8 ? k8->isa : r.backend());
     o.Set("lmHeadGemm", q.lm_head_int8 ? k8->isa : r.backend());
-    const ModelRunner::Profile& pr = cpu_runner->profile();
+    const ModelRunner::Profile pr = cpu_runner->profile();
     Napi::Object prof = Napi::Object::New(info.Env());
     prof.Set("gemmMs", pr.gemm_ms);
     prof.Set("gemmQkvMs", pr.gemm_qkv_ms);
@@ -282,6 +282,13 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     prof.Set("attentionMs", pr.attention_ms);
     prof.Set("otherMs", pr.other_ms);
     prof.Set("lmHeadMs", pr.lm_head_ms);
+    prof.Set("embedMs", pr.embed_ms);
+    prof.Set("ropeKvMs", pr.rope_kv_ms);
+    prof.Set("residualMs", pr.residual_ms);
+    prof.Set("prepMs", pr.prep_ms);
+    prof.Set("gemmBusyMs", pr.gemm_busy_ms);
+    prof.Set("attentionBusyMs", pr.attention_busy_ms);
+    prof.Set("threads", double(pr.threads));
     prof.Set("steps", double(pr.steps));
     prof.Set("tokens", double(pr.tokens));
     o.Set("profile", prof);

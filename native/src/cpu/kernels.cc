@@ -13,6 +13,7 @@ namespace amx {
 size_t act_bytes(int M, int K);
 void prepare_act(const float* x, int ldx, const Act& a, int m0, int m1);
 void gemm_bf16(const Act& a, const bf16_t* w, int N, int n0, int n1, float* y, int ldy);
+Act act_rows(const Act& a, int m0, int m1);
 double dot_peak_bf16(long iters);
 const char* bf16_small_rows_kernel();
 const char* bf16_tile_order();
@@ -24,15 +25,23 @@ namespace {
 // of 128, 64 and 32 rows that still gives each thread 4 tasks, so that at 16 threads the 1024-row
 // matrices (o_proj, down_proj) are not 8 slices on 8 threads while the others wait; with few threads
 // 128-row slices, whose activations are reused across more weight blocks. Fewer rows: 128 (decode
-// steps stream the weights; their slices are the runner's).
+// steps stream the weights; their slices are the runner's). From kRowTaskMinM rows on, each task
+// also takes only kRowTaskM input rows, and 128 outputs: a task's activations (64 rows, both planes:
+// 256 KiB at K = 1024) and weights (256 KiB) stay in its core's L2, where a task over all rows
+// re-read the whole prepared input (2-6 MiB) for every 32 outputs.
 // NOTE: from the AMX host's kernel benchmark (bench/results/cpu-amx-kernels-intel.json: 64- and 32-row
-// tasks beat 128 at 16 threads, 128 won at 2).
+// tasks beat 128 at 16 threads, 128 won at 2; session 17, M = 512 at 16 threads: 64 rows x 128 outputs
+// 116 ms for the 18 layers' GEMMs (precise) and 64 ms (bf16) against 127 and 76 ms for 32-output tasks
+// over all rows; at M = 64 tasks over all rows stayed best).
+constexpr int kRowTaskM = 64, kRowTaskMinM = 256, kRowTaskN = 128;
 int amx_task_rows(int M, int n_out, int threads) {
   if (M <= 16) return 128;
+  if (M >= kRowTaskMinM) return kRowTaskN;
   for (int rows : {128, 64})
     if ((n_out + rows - 1) / rows >= 4 * threads) return rows;
   return 32;
 }
+int amx_task_m(int M, int, int, int, bool) { return M >= kRowTaskMinM ? kRowTaskM : M; }
 
 // The AVX-512 table with its GEMM on AMX-BF16 tiles (amx.cc), which reads its own activation layout
 // (amx_bf16.inc); everything else stays AVX-512.
@@ -45,6 +54,8 @@ const Kernels* amx_kernels() {
     t.gemm = amx::gemm_bf16;
     t.dot_peak = amx::dot_peak_bf16;
     t.gemm_task_rows = amx_task_rows;
+    t.gemm_task_m = amx_task_m;
+    t.act_rows = amx::act_rows;
     return t;
   }();
   return &k;

@@ -104,6 +104,12 @@ struct Kernels {
   // Output rows per GEMM task (a multiple of kPackRows) for a GEMM of M input rows and n_out output
   // rows in all on `threads` threads; nullptr: the model runner's fixed slices.
   int (*gemm_task_rows)(int M, int n_out, int threads) = nullptr;
+  // Input rows per GEMM task (a multiple of 32, or M) for a GEMM of M rows, K, n_out output rows on
+  // `threads` threads, and act_rows: rows [m0, m1) of a prepared input as an input of their own
+  // (m0 a multiple of that). A task then covers a block of rows and outputs whose activations and
+  // weights stay in the core's L2. nullptr: every task takes all M rows.
+  int (*gemm_task_m)(int M, int K, int n_out, int threads, bool precise) = nullptr;
+  Act (*act_rows)(const Act& a, int m0, int m1) = nullptr;
 };
 
 // On AMX hosts, the kernel that amx-bf16 GEMMs of up to 4 rows (decode steps) run on: "avx512bf16

@@ -34,6 +34,14 @@ ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights,
       k8_(int8) {
   ENGINE_ASSERT(!w_->quant.int8 || k8_ != nullptr);
   scores_.resize(size_t(pool_->size()));
+  busy_.resize(size_t(pool_->size()));
+}
+
+ModelRunner::Profile ModelRunner::profile() const {
+  Profile p = prof_;
+  for (const Busy& b : busy_) p.gemm_busy_ms += b.gemm, p.attention_busy_ms += b.attention;
+  p.threads = pool_->size();
+  return p;
 }
 
 size_t ModelRunner::act_bytes(int T, int K, bool int8) const {
@@ -43,9 +51,9 @@ size_t ModelRunner::act_bytes(int T, int K, bool int8) const {
 void ModelRunner::grow_scratch(int T) {
   const size_t H = size_t(cfg_.hidden_size), I = size_t(cfg_.intermediate_size), QD = size_t(cfg_.q_dim());
   const size_t KVD = size_t(cfg_.kv_dim()), D = size_t(cfg_.head_dim);
-  const std::pair<std::vector<float>*, size_t> bufs[] = {{&x_, H},       {&xn_, H},      {&q_, QD},   {&attn_, QD},
-                                                         {&k_new_, KVD}, {&v_new_, KVD}, {&gate_, I}, {&up_, I},
-                                                         {&tmp_, H},     {&rope_cs_, D}};
+  const std::pair<AlignedVec<float>*, size_t> bufs[] = {{&x_, H},       {&xn_, H},      {&q_, QD},   {&attn_, QD},
+                                                        {&k_new_, KVD}, {&v_new_, KVD}, {&gate_, I}, {&up_, I},
+                                                        {&tmp_, H},     {&rope_cs_, D}};
   for (const auto& [v, width] : bufs)
     if (v->size() < size_t(T) * width) v->resize(size_t(T) * width);
 }
@@ -67,7 +75,8 @@ void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>&
   pool_->run(tasks, [&](int task, int) { fn(task * per_task, std::min(T, (task + 1) * per_task)); });
 }
 
-void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs) {
+void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs,
+                       const std::function<void(int, int)>& produce) {
   const bool int8 = outs.begin()->q != nullptr;
   cpu::Act a;
   a.M = T;
@@ -77,25 +86,39 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   const size_t need = act_bytes(T, K, int8);
   if (act_.size() < need) act_.resize(need);
   a.data = act_.data();
+  const auto t_prep = Clock::now();
   rows(T, 16, [&](int m0, int m1) {
+    if (produce) produce(m0, m1);
     if (int8) k8_->prepare_act(x, K, a, m0, m1);
     else k_->prepare_act(x, K, a, m0, m1);
   });
+  prof_.prep_ms += std::chrono::duration<double, std::milli>(Clock::now() - t_prep).count();
   // Tasks: fixed-size slices of every weight matrix (kGemmRowsPerTask rows, or the kernels' own
-  // choice), handed out dynamically.
+  // choice), handed out dynamically; where the kernels ask for it, also slices of the input rows.
   int n_out = 0;
   for (const MatOut& o : outs) n_out += o.n;
   const int per_task = !int8 && k_->gemm_task_rows ? k_->gemm_task_rows(T, n_out, pool_->size()) : kGemmRowsPerTask;
   ENGINE_ASSERT(per_task > 0 && per_task % cpu::kPackRows == 0);
-  std::vector<std::pair<const MatOut*, int>> tasks;
-  for (const MatOut& o : outs)
-    for (int n = 0; n < o.n; n += per_task) tasks.emplace_back(&o, n);
-  pool_->run(int(tasks.size()), [&](int t, int) {
-    const MatOut& o = *tasks[size_t(t)].first;
-    const int n0 = tasks[size_t(t)].second;
-    const int n1 = std::min(o.n, n0 + per_task);
-    if (int8) k8_->gemm(a, *o.q, o.n, n0, n1, o.y, o.n);
-    else k_->gemm(a, o.w, o.n, n0, n1, o.y, o.n);
+  const int per_m = !int8 && k_->gemm_task_m ? k_->gemm_task_m(T, K, n_out, pool_->size(), precise_) : T;
+  ENGINE_ASSERT(per_m >= T || (per_m > 0 && per_m % 32 == 0));
+  struct Task {
+    const MatOut* o;
+    int n0, m0;
+  };
+  std::vector<Task> tasks;
+  for (int m0 = 0; m0 < T; m0 += per_m)
+    for (const MatOut& o : outs)
+      for (int n = 0; n < o.n; n += per_task) tasks.push_back({&o, n, m0});
+  pool_->run(int(tasks.size()), [&](int t, int worker) {
+    const auto t0 = Clock::now();
+    const Task& tk = tasks[size_t(t)];
+    const MatOut& o = *tk.o;
+    const int n1 = std::min(o.n, tk.n0 + per_task);
+    if (int8) k8_->gemm(a, *o.q, o.n, tk.n0, n1, o.y, o.n);
+    else if (per_m >= T) k_->gemm(a, o.w, o.n, tk.n0, n1, o.y, o.n);
+    else
+      k_->gemm(k_->act_rows(a, tk.m0, std::min(T, tk.m0 + per_m)), o.w, o.n, tk.n0, n1, o.y + size_t(tk.m0) * o.n, o.n);
+    busy_[size_t(worker)].gemm += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   });
 }
 
@@ -112,8 +135,12 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
       for (int t = 0; t < batch[size_t(i)].n_tokens; t += kAttnTokensPerTask)
         tasks.push_back({i, g, t, std::min(batch[size_t(i)].n_tokens, t + kAttnTokensPerTask)});
   const int qd = cfg_.q_dim();
+  // Handed out last task first: a slice's later query tokens see more keys, so the costliest tasks
+  // start first and the cheap ones fill the threads' ends (in order, a prefill's region ended on its
+  // longest tasks).
   pool_->run(int(tasks.size()), [&](int ti, int worker) {
-    const Task& tk = tasks[size_t(ti)];
+    const auto t0 = Clock::now();
+    const Task& tk = tasks[tasks.size() - 1 - size_t(ti)];
     const SeqSlice& s = batch[size_t(tk.slice)];
     std::vector<float>& sc = scores_[size_t(worker)];
     const size_t need = cpu::attention_scratch(L, s.start_pos + tk.t1);
@@ -121,6 +148,7 @@ void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const
     cpu::AttnSeq as{q_.data() + size_t(row0[size_t(tk.slice)]) * qd, attn_.data() + size_t(row0[size_t(tk.slice)]) * qd,
                     s.n_tokens, s.start_pos, s.block_table};
     k_->attention(L, as, tk.kvh, tk.t0, tk.t1, sc.data());
+    busy_[size_t(worker)].attention += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   });
 }
 
@@ -162,6 +190,12 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     lap(t, group);
     prof_.gemm_ms += group - before;
   };
+  // A part of other_ms: its own timer and other_ms.
+  auto lap_other = [this](Clock::time_point& t, double& part) {
+    const double before = part;
+    lap(t, part);
+    prof_.other_ms += part - before;
+  };
   prof_.steps++;
   prof_.tokens += uint64_t(T);
   // Embedding lookup; each row's RoPE angles.
@@ -173,22 +207,23 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
       rope_angles(cfg_, pos[size_t(r)], rope_cs_.data() + size_t(r) * D);
     }
   });
+  lap_other(clk, prof_.embed_ms);
 
   const bool i8 = w_->quant.int8;
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& Lw = w_->layers[size_t(l)];
     // One matrix of this layer as a GEMM output, int8 or bf16 as loaded.
-    auto out = [i8](const bf16_t* w, const cpu::QMatrix& q, int n, std::vector<float>& y) {
+    auto out = [i8](const bf16_t* w, const cpu::QMatrix& q, int n, AlignedVec<float>& y) {
       return MatOut{i8 ? nullptr : w, i8 ? &q : nullptr, n, y.data()};
     };
-    rows(T, 32, [&](int r0, int r1) {
-      for (int r = r0; r < r1; ++r)
-        k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
-    });
-    lap(clk, prof_.other_ms);
+    // The input norm runs inside the GEMM's activation preparation (per 16 rows).
     gemm(xn_.data(), T, H,
          {out(Lw.q_proj, Lw.i8.q_proj, QD, q_), out(Lw.k_proj, Lw.i8.k_proj, KVD, k_new_),
-          out(Lw.v_proj, Lw.i8.v_proj, KVD, v_new_)});
+          out(Lw.v_proj, Lw.i8.v_proj, KVD, v_new_)},
+         [&](int r0, int r1) {
+           for (int r = r0; r < r1; ++r)
+             k_->rmsnorm(x_.data() + size_t(r) * H, Lw.input_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
+         });
     lap_gemm(clk, prof_.gemm_qkv_ms);
     // RoPE on q and k, then K/V into the cache at each row's (block, slot).
     void* kc = kv_->k(l);
@@ -218,30 +253,31 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
         }
       }
     });
-    lap(clk, prof_.other_ms);
+    lap_other(clk, prof_.rope_kv_ms);
     attention(l, batch, row0);
     lap(clk, prof_.attention_ms);
     gemm(attn_.data(), T, QD, {out(Lw.o_proj, Lw.i8.o_proj, H, tmp_)});
     lap_gemm(clk, prof_.gemm_o_ms);
-    rows(T, 32, [&](int r0, int r1) {
-      for (int r = r0; r < r1; ++r) {
-        k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
-        k_->rmsnorm(x_.data() + size_t(r) * H, Lw.post_attn_norm, cfg_.rms_norm_eps, H, xn_.data() + size_t(r) * H);
-      }
-    });
-    lap(clk, prof_.other_ms);
-    gemm(xn_.data(), T, H, {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)});
+    // The residual and the post-attention norm run inside the GEMM's activation preparation.
+    gemm(xn_.data(), T, H, {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)},
+         [&](int r0, int r1) {
+           for (int r = r0; r < r1; ++r) {
+             k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
+             k_->rmsnorm(x_.data() + size_t(r) * H, Lw.post_attn_norm, cfg_.rms_norm_eps, H,
+                         xn_.data() + size_t(r) * H);
+           }
+         });
     lap_gemm(clk, prof_.gemm_gate_up_ms);
-    rows(T, 16, [&](int r0, int r1) {
+    // silu(gate) * up runs inside the GEMM's activation preparation.
+    gemm(gate_.data(), T, I, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)}, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
     });
-    lap(clk, prof_.other_ms);
-    gemm(gate_.data(), T, I, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)});
     lap_gemm(clk, prof_.gemm_down_ms);
     rows(T, 32, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r) k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
     });
+    lap_other(clk, prof_.residual_ms);
   }
 
   // Final norm and lm_head for the rows that want logits.

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "common/status.h"
@@ -16,6 +17,22 @@
 #include "model/weights.h"
 
 namespace ee {
+
+// Allocator of 64-byte-aligned storage for the step buffers: the AMX tile rows (64 bytes) of the
+// prepared activations and of the GEMM outputs each fall in one cache line, and a task's outputs share
+// no line with the next task's.
+template <typename T>
+struct CacheLineAlloc {
+  using value_type = T;
+  CacheLineAlloc() = default;
+  template <typename U>
+  CacheLineAlloc(const CacheLineAlloc<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  bool operator==(const CacheLineAlloc&) const { return true; }
+};
+template <typename T>
+using AlignedVec = std::vector<T, CacheLineAlloc<T>>;
 
 class ModelRunner : public IModelRunner {
  public:
@@ -42,9 +59,17 @@ class ModelRunner : public IModelRunner {
   struct Profile {
     double gemm_ms = 0, attention_ms = 0, other_ms = 0, lm_head_ms = 0;
     double gemm_qkv_ms = 0, gemm_o_ms = 0, gemm_gate_up_ms = 0, gemm_down_ms = 0;
+    // Parts of other_ms: embedding lookup and RoPE angles, RoPE and the K/V cache writes, the residual
+    // after down_proj (the rest of other_ms: the final norm). prep_ms: the GEMMs' activation
+    // preparation (inside gemm_ms), with the norms and silu(gate) * up that run inside it.
+    double embed_ms = 0, rope_kv_ms = 0, residual_ms = 0, prep_ms = 0;
+    // Task time summed over the threads (ms of thread time): gemm_busy_ms / (gemm_ms * threads) is the
+    // share of the GEMMs' thread time spent in tasks, the rest idle or dispatching; the same for attention.
+    double gemm_busy_ms = 0, attention_busy_ms = 0;
+    int threads = 0;
     uint64_t steps = 0, tokens = 0;
   };
-  const Profile& profile() const { return prof_; }
+  Profile profile() const;
 
  private:
   // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K]; W is bf16 (w) or int8
@@ -55,7 +80,11 @@ class ModelRunner : public IModelRunner {
     int n;
     float* y;
   };
-  void gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs);
+  // `produce(m0, m1)`, where given, writes rows [m0, m1) of x first, in the same task that prepares
+  // them (a norm or an activation function fused with the preparation: one pass over the rows on one
+  // core instead of two parallel regions).
+  void gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs,
+            const std::function<void(int, int)>& produce = nullptr);
   void rows(int T, int per_task, const std::function<void(int, int)>& fn);  // fn(row_begin, row_end)
   void attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0);
   void grow_scratch(int T);                         // the [T, ...] step buffers below, for a step of T rows
@@ -70,13 +99,17 @@ class ModelRunner : public IModelRunner {
   const cpu::Int8Kernels* k8_;  // int8 GEMMs (weights quantized at load), else nullptr
   // Step scratch, grown on demand and reused: x/xn [T, hidden], q/attn [T, q_dim], k/v [T, kv_dim],
   // gate/up [T, intermediate], act (prepared GEMM input), per-worker attention scores.
-  std::vector<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;
+  AlignedVec<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;
   // RoPE cos/sin per row [T, head_dim] (rope_angles), computed once per step for all layers: per
   // layer they were a visible share of a prefill (128 libm calls in double per row).
-  std::vector<float> rope_cs_;
-  std::vector<uint8_t> act_;
+  AlignedVec<float> rope_cs_;
+  AlignedVec<uint8_t> act_;
   std::vector<std::vector<float>> scores_;
   Profile prof_;
+  struct alignas(64) Busy {  // per worker: task time (ms) in GEMMs and attention
+    double gemm = 0, attention = 0;
+  };
+  std::vector<Busy> busy_;
 };
 
 }  // namespace ee
