@@ -5,9 +5,11 @@
 // entry: this file for Node, adapters/workers.ts for Workers (wrangler.toml's `main`).
 
 import { main } from '../src/cli/main.js';
+import { reexecWithServingFlags } from '../src/cli/v8-pool.js';
 
 /** Runs the CLI and exits with its code. */
 export async function runNode(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<never> {
+  reexecWithServingFlags(argv, env); // `serve` on a small host: again with a smaller V8 pool (src/cli/v8-pool.ts)
   const code = await main(argv, env);
   // Exit explicitly: a drained server may still hold idle handles (timers, a closed client's socket).
   process.exit(code);

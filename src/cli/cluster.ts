@@ -15,6 +15,7 @@ import { handleMetricsMessage } from './cluster-metrics.js';
 import { ENV_LISTEN, ENV_REUSE_PORT, ENV_SLOT, isMessage, type WorkerMessage } from './cluster-messages.js';
 import type { CliLogger } from './logger.js';
 import type { Listen, NodeGateway } from './node-server.js';
+import { servingExecArgv } from './v8-pool.js';
 
 /** How long past the drain timeout a gateway process may take to exit before it gets SIGKILL. */
 const EXIT_GRACE_MS = 5000;
@@ -39,7 +40,7 @@ export function runtimeHasReusePort(version: string = process.versions.node): bo
 
 export async function startGatewayCluster(o: GatewayClusterOptions): Promise<NodeGateway> {
   cluster.schedulingPolicy = cluster.SCHED_RR;
-  cluster.setupPrimary({ exec: o.exec, args: o.args });
+  cluster.setupPrimary({ exec: o.exec, args: o.args, execArgv: servingExecArgv(process.execArgv, o.env.NODE_OPTIONS) });
   const reusePort = runtimeHasReusePort() && !('path' in o.listen);
   const metrics = new GatewayMetrics();
   const workers = new Map<number, Worker>(); // slot → its live process

@@ -18,6 +18,7 @@ import type { NodeGateway } from './node-server.js';
 import type { CliLogger } from './logger.js';
 import { createRunDir } from './run-dir.js';
 import { tracerFromEnv } from './trace-file.js';
+import { servingPoolFlags } from './v8-pool.js';
 
 /**
  * How long past --drain-timeout the sidecar child may take to exit after SIGTERM before it gets SIGKILL:
@@ -35,7 +36,7 @@ export async function runServe(cfg: Config, args: ParsedArgs, env: NodeJS.Proces
   const sock = path.join(runDir.path, 'engine.sock');
   const supervisor = new SidecarSupervisor({
     command: process.execPath,
-    args: [binPath, 'serve', '--role', 'sidecar', '--engine', `unix:${sock}`, ...forwardFlags(args.flags, 'engine', ['role'])],
+    args: [...servingPoolFlags(process.execArgv, env.NODE_OPTIONS), binPath, 'serve', '--role', 'sidecar', '--engine', `unix:${sock}`, ...forwardFlags(args.flags, 'engine', ['role'])],
     // The secret (when extra tcp:// listeners were asked for) travels by environment, never argv.
     env: sidecarEnv(env, cfg.engines.some((e) => e.kind === 'tcp') ? cfg.engineSecret : undefined),
     logger,

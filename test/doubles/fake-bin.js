@@ -8,6 +8,8 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../../src/cli/main.ts');
+const { reexecWithServingFlags } = await import('../../src/cli/v8-pool.ts');
+reexecWithServingFlags(process.argv.slice(2), process.env); // as bin/ernie-edge.js (adapters/node.ts) does
 const { fakeNativeEngineFactory } = await import('./fake-native-engine-factory.ts');
 const stepMs = Number(process.env.FAKE_ENGINE_STEP_MS ?? 0) || 0;
 const pace = process.env.FAKE_ENGINE_PACE === 'fixed' ? 'fixed' : 'interval';
