@@ -37,12 +37,23 @@ export const SPLIT_FRAME_BYTES = 64 * 1024;
 
 /**
  * The frame as the buffers to write in order: one (header and payload together) for small payloads;
- * for large ones the header, then the payload itself. NOTE: copying a multi-megabyte payload into a
+ * for large ones the header, then the payload itself (a payload given as parts: each part, uncopied). NOTE: copying a multi-megabyte payload into a
  * frame buffer was a whole pass of its own on the thread that serves every stream.
  */
-export function encodeFrameParts(type: number, payload: Uint8Array, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array[] {
-  if (payload.length <= SPLIT_FRAME_BYTES) return [encodeFrame(type, payload, maxFrameBytes)];
-  return [frameHeader(type, payload.length, maxFrameBytes), payload];
+export function encodeFrameParts(type: number, payload: Uint8Array | Uint8Array[], maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array[] {
+  const parts = Array.isArray(payload) ? payload : [payload];
+  let length = 0;
+  for (const p of parts) length += p.length;
+  if (length > SPLIT_FRAME_BYTES) return [frameHeader(type, length, maxFrameBytes), ...parts];
+  if (parts.length === 1) return [encodeFrame(type, parts[0]!, maxFrameBytes)];
+  const out = new Uint8Array(FRAME_HEADER_BYTES + length);
+  out.set(frameHeader(type, length, maxFrameBytes));
+  let at = FRAME_HEADER_BYTES;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return [out];
 }
 
 /**

@@ -32,7 +32,7 @@ import type {
   TokenizeRequest,
 } from './engine-client.js';
 import { encodeFrame, encodeFrameParts, FrameError, type Frame } from './framing.js';
-import { packIds, unpackIds } from './packed-ids.js';
+import { packedIdsParts, unpackIds } from './packed-ids.js';
 
 /**
  * Bumped on any incompatible change to a schema below. Peers with different versions refuse each other.
@@ -259,20 +259,32 @@ const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeMessage<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array {
-  return encodeFrame(MsgType[type], payloadOf(type, body), maxFrameBytes);
+  const parts = payloadParts(type, body);
+  return encodeFrame(MsgType[type], parts.length === 1 ? parts[0]! : concat(parts), maxFrameBytes);
 }
 
 /** The message as the buffers to write in order (framing.ts's encodeFrameParts: large payloads are not copied). */
 export function encodeMessageParts<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array[] {
-  return encodeFrameParts(MsgType[type], payloadOf(type, body), maxFrameBytes);
+  return encodeFrameParts(MsgType[type], payloadParts(type, body), maxFrameBytes);
 }
 
-function payloadOf<T extends MsgTypeName>(type: T, body: MessageBody<T>): Uint8Array {
+/** The payload as buffers in order; REPLY_IDS's ids are a view of the body's own Int32Array (./packed-ids.ts). */
+function payloadParts<T extends MsgTypeName>(type: T, body: MessageBody<T>): Uint8Array[] {
   if (type === 'REPLY_IDS') {
     const { ids, ...rest } = body as MessageBody<'REPLY_IDS'>;
-    return packIds(utf8Encoder.encode(JSON.stringify(rest)), ids);
+    return packedIdsParts(utf8Encoder.encode(JSON.stringify(rest)), ids);
   }
-  return utf8Encoder.encode(JSON.stringify(body));
+  return [utf8Encoder.encode(JSON.stringify(body))];
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 // ---- large inputs: which messages a runtime with threads encodes and decodes off its serving thread ----

@@ -91,12 +91,14 @@ describe('the sidecar event loop never stalls streams', () => {
    * input. The gateway parses large bodies and encodes large frames in a worker, the sidecar decodes
    * them in one (src/cli/off-thread-codec.ts); tokenizing runs in the sidecar's worker pool at a lower
    * OS priority than the serving threads (src/sidecar/server/thread-priority.ts); ids come back packed
-   * (REPLY_IDS) and the HTTP answer is written in slices. The attack's bodies are serialized before the
+   * (REPLY_IDS, written from the ids' own memory) and the HTTP answer is written in slices. The attack's bodies are serialized before the
    * window, so this process, which timestamps the victim's frames, makes no pass over them either.
    */
-  // NOTE: issue #26's bound is 200 ms. It is reported, not asserted: the tokenize row measured 365-666 ms
-  // on this 2-core host (bench/results/abuse-gap.json, e2e_session16), so the target is still open, and a
-  // bound asserted only on a quiet host failed CI before. What is asserted here is that every row ends.
+  // NOTE: issue #26's bound is 200 ms. It is reported, not asserted, and not because of the server alone:
+  // on a loaded 2-core host the victim with NO attack, over the same window, has had longest gaps past
+  // 200 ms (bench/results/abuse-gap.json: e2e_session16, e2e_session17), so an asserted bound would fail
+  // on the host's load, and a bound asserted only on a quiet host failed CI before. The bound is the
+  // benchmark's (bench/abuse/gap.ts, on an idle host). What is asserted here is that every row ends.
   const VICTIM_GAP_MS = 200;
   const expectVictimPace = (row: string, gapMs: number, idle: number) => {
     console.log(`[abuse] ${row}: victim's longest gap ${gapMs.toFixed(0)} ms (target ${VICTIM_GAP_MS}; the victim alone: ${idle.toFixed(0)} ms)`);

@@ -34,6 +34,31 @@ describe('encodeFrameParts / writeParts', () => {
     expect(concat(parts)).toEqual(encodeMessage('TOKENIZE', body));
   });
 
+  it('a payload given as parts: each part uncopied when large, joined into one frame when small', () => {
+    const head = Uint8Array.of(1, 2, 3);
+    const tail = new Uint8Array(SPLIT_FRAME_BYTES).fill(5);
+    const parts = encodeFrameParts(0x31, [head, tail]);
+    expect(parts).toHaveLength(3);
+    expect(parts[1]).toBe(head);
+    expect(parts[2]).toBe(tail);
+    expect(new FrameDecoder().push(concat(parts))[0]!.payload).toEqual(concat([head, tail]));
+    const joined = encodeFrameParts(0x31, [head, Uint8Array.of(4)]);
+    expect(joined).toHaveLength(1);
+    expect(new FrameDecoder().push(joined[0]!)[0]).toEqual({ type: 0x31, payload: Uint8Array.of(1, 2, 3, 4) });
+    expect(() => encodeFrameParts(0x31, [head, tail], SPLIT_FRAME_BYTES)).toThrow(/exceeds/);
+  });
+
+  it("a large REPLY_IDS is written with the ids' own memory as its last part (no packed copy), the same bytes as encodeMessage", () => {
+    const ids = Int32Array.from({ length: SPLIT_FRAME_BYTES / 4 + 1 }, (_, i) => i - 7); // just past SPLIT_FRAME_BYTES
+    const body = { cid: 9, ok: true as const, result: { maxModelLen: 64 }, ids };
+    const parts = encodeMessageParts('REPLY_IDS', body);
+    expect(parts).toHaveLength(3);
+    expect(parts[2]!.buffer).toBe(ids.buffer);
+    expect(Buffer.from(concat(parts)).equals(encodeMessage('REPLY_IDS', body))).toBe(true);
+    const msg = decodeMessage(new FrameDecoder().push(concat(parts))[0]!);
+    expect(msg.type === 'REPLY_IDS' && Array.from(msg.body.ids)).toEqual(Array.from(ids));
+  });
+
   it('writeParts writes in order and settles as the last write; a failed earlier part leaves no unhandled rejection', async () => {
     const seen: number[] = [];
     await writeParts(async (b) => void seen.push(b[0]!), [Uint8Array.of(1), Uint8Array.of(2)]);
