@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "common/assert.h"
 #include "engine/grammar_bell.h"
@@ -349,48 +348,16 @@ void Engine::step(std::vector<StepOutput>& out) {
   // call, before the sampling kernel; host path: after the forward), so their computation overlaps it.
   std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
   std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
-  // stage: each row, once there, is copied into mask_stage_ (and used from there) while the later rows
-  // are still being computed. The device path does so: the rows were written by the grammar workers'
-  // cores, and the runner's own copy of 256 rows of a 103k vocabulary (3.3 MB) into its upload buffer,
-  // done after the last row, took ~0.8 ms of the step's critical path reading them from there.
-  auto await_masks = [&](bool stage) {
-    const size_t W = size_t(runner_->config().vocab_size + 31) / 32;
-    std::vector<size_t> pending;
+  auto await_masks = [&] {
     for (size_t i = 0; i < so.seqs.size(); ++i)
-      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) pending.push_back(i);
-    if (!stage) {
-      for (size_t i : pending) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
-      return;
-    }
-    if (mask_stage_.size() < pending.size() * W) mask_stage_.resize(pending.size() * W);
-    size_t k = 0;
-    auto take = [&](size_t i) {
-      mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
-      if (!masks[i]) return;
-      uint32_t* to = mask_stage_.data() + (k++) * W;
-      std::memcpy(to, masks[i], sizeof(uint32_t) * W);
-      masks[i] = to;
-    };
-    // Rows in the order they are published: sweep for the settled ones, else wait for one.
-    while (!pending.empty()) {
-      const size_t before = pending.size();
-      size_t left = 0;
-      for (size_t i : pending)
-        if (mask_settled(*so.seqs[i].seq)) take(i);
-        else pending[left++] = i;
-      pending.resize(left);
-      if (left == before) {  // none was there: wait for one
-        take(pending.front());
-        pending.erase(pending.begin());
-      }
-    }
+      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
   };
   auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
     const auto fill = [&](std::vector<DeviceSampling>& params) {
       ENGINE_ASSERT(params.size() == size_t(rows));
-      await_masks(true);
+      await_masks();
       for (size_t i = 0; i < so.seqs.size(); ++i) {
         if (row_of[i] < 0) continue;
         Sequence& s = *so.seqs[i].seq;
@@ -442,7 +409,7 @@ void Engine::step(std::vector<StepOutput>& out) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
-    await_masks(false);
+    await_masks();
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
       if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0 || unmasked(size_t(i))) return;
       samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
@@ -537,13 +504,6 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
     cv_.wait_for(lock, std::chrono::microseconds(20));
     if (abort_pending(r.id)) return MaskWait::kAborted;
   }
-}
-
-bool Engine::mask_settled(const Sequence& s) {
-  const RequestSpec& r = *s.req;
-  if (!r.grammar) return true;
-  const int32_t v = __atomic_load_n(r.mask_ready(s.index), __ATOMIC_ACQUIRE);
-  return v == int32_t(s.num_output()) || v == RequestSpec::kMaskFailed;
 }
 
 void Engine::end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepOutput>& out) {

@@ -145,8 +145,6 @@ class Engine {
   // request (or stop) wakes the wait: kAborted; kFailed: the grammar worker gave up on the choice.
   enum class MaskWait { kNone, kReady, kAborted, kFailed };
   MaskWait await_mask(const Sequence& s, const uint32_t*& row);
-  // Whether await_mask would return at once (the row is there, failed, or s has no grammar).
-  static bool mask_settled(const Sequence& s);
   bool abort_pending(uint32_t id);  // under mu_
   // Ends a choice that gets no token this step (MaskWait kAborted: Abort; kFailed: Error).
   void end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepOutput>& out);
@@ -162,7 +160,6 @@ class Engine {
   Scheduler sched_;
   Sampler sampler_;
   std::vector<SamplerScratch> scratch_;
-  std::vector<uint32_t> mask_stage_;                // a device step's grammar mask rows, copied as each is ready
   std::vector<float> logits_;                       // step logits rows [rows, vocab], kept across steps
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
