@@ -1,4 +1,4 @@
-// `npm run bench:structured -- [--device cpu|cuda] [--vocab test|full] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [--before PREV.json] [--runs UCUC] [OUT.json]`
+// `npm run bench:structured -- [--device cpu|cuda] [--vocab test|full] [--streams N] [--max-tokens M] [--compile-schemas K] [--grammar-workers W] [--label TEXT] [--before PREV.json] [--runs UCUC] [--dump TOKENS.json] [OUT.json]`
 // Structured output against free generation in the same run, through the sidecar's in-process path
 // (EngineHost + the grammar pool + the native engine; the embedded default model: ERNIE-4.5-0.3B's
 // shape, formula weights; --vocab test: the 3,000-piece test tokenizer, its ids past 3,000 never allowed
@@ -10,7 +10,8 @@
 //    output tok/s and the constrained / unconstrained ratio;
 //  - per run, engine steps and the grammar workers' mask work (GrammarPool.maskStats): per step, the
 //    CPU time of all masks, the busiest worker's share and the time a batch of tokens waited to reach
-//    its worker (flush() to the worker starting on it);
+//    its worker (the engine ringing the grammar bell to the worker starting on it) and the step
+//    thread's own wait for masks not yet published (native stats maskWaitMs);
 //  - grammar compile time for the 200 seeded random schemas (test/doubles/random-schemas.ts): cold
 //    (each compiled for the first time) and cached (opened again), as a request sees it (open() to its
 //    first masks written) and the worker's own time.
@@ -18,6 +19,7 @@
 // the previous result (PREV.json, default OUT.json) are kept in its `before` field (or its own `before`).
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import { performance as perfHooks } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Constraint, ModelInfo, SamplingParams, SubmitRequest } from '../src/protocol/engine-client.js';
@@ -95,6 +97,23 @@ const host = await EngineHost.start({ bundle, model, maxNumQueuedReqs: streams *
   createNativeEngine(nativeLoadOptions(ck, load), { maxModelLen, maxNumSeqs: streams, maxNumBatchedTokens: device === 'cuda' ? 4096 : 512, enablePrefixCaching: false, seed: 0 }, onStep),
 );
 
+// The sidecar's main thread per run: its event-loop utilisation and the time in the engine's step
+// callback (EngineHost.handleStep: routing, the grammar hand-off, detokenizing), read around the call.
+const hostStep = host as unknown as { handleStep(outputs: unknown[]): void };
+const handleStep = hostStep.handleStep.bind(host);
+let stepCallbackMs = 0;
+hostStep.handleStep = (outputs) => {
+  const t = performance.now();
+  handleStep(outputs);
+  stepCallbackMs += performance.now() - t;
+};
+
+// --dump FILE: every constrained request's token ids by seed (the first constrained run), to compare
+// two builds' outputs (the same seeds must give the same tokens).
+const dumpFile = flag('dump', '');
+const dumped = new Map<number, number[]>();
+let dumping = false;
+
 let reqNo = 0;
 async function one(constraint: Constraint | undefined, seed: number, tokens: number): Promise<number> {
   const sampling: SamplingParams = {
@@ -103,19 +122,33 @@ async function one(constraint: Constraint | undefined, seed: number, tokens: num
   };
   const req: SubmitRequest = { id: `b${++reqNo}`, prompt: { kind: 'text', text: `Request ${seed}: list some words as JSON.` }, n: 1, echo: false, sampling, ...(constraint ? { constraint } : {}) };
   let n = 0;
-  for await (const ev of host.stream(req)) if (ev.type === 'delta') for (const c of ev.choices) n += c.tokenIds.length;
+  const ids: number[] = [];
+  for await (const ev of host.stream(req))
+    if (ev.type === 'delta')
+      for (const c of ev.choices) {
+        n += c.tokenIds.length;
+        if (dumping) ids.push(...c.tokenIds);
+      }
+  if (dumping) dumped.set(seed, ids);
   return n;
 }
 const engineSteps = async () => (await host.stats()).iterationTokens?.count ?? 0;
+// The step thread's time waiting for masks that were not there yet (native stats; absent before it was counted).
+const engineStats = (host as unknown as { engine: { stats(): { maskWaitMs?: number } } }).engine;
+const maskWaitMs = () => engineStats.stats().maskWaitMs ?? NaN;
 async function run(constrained: boolean) {
   const constraint: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 'schema' } : undefined;
-  const [steps0, m0] = [await engineSteps(), pool.maskStats()];
+  const [steps0, m0, w0] = [await engineSteps(), pool.maskStats(), maskWaitMs()];
+  const [elu0, cb0] = [perfHooks.eventLoopUtilization(), stepCallbackMs];
   const t0 = performance.now();
   const counts = await Promise.all(Array.from({ length: streams }, (_, i) => one(constraint, i + 1, maxTokens)));
   const seconds = (performance.now() - t0) / 1000;
   const tokens = counts.reduce((a, b) => a + b, 0);
+  const elu = perfHooks.eventLoopUtilization(elu0);
+  const cbMs = stepCallbackMs - cb0;
   const steps = (await engineSteps()) - steps0;
   const m1 = pool.maskStats();
+  const waited = maskWaitMs() - w0;
   const masks = constrained
     ? {
         rows: m1.rows - m0.rows,
@@ -125,9 +158,12 @@ async function run(constrained: boolean) {
         busiestWorkerMsPerStep: Math.max(...m1.busyMsByWorker.map((ms, i) => ms - (m0.busyMsByWorker[i] ?? 0))) / steps,
         usPerRow: (1000 * (m1.busyMs - m0.busyMs)) / (m1.rows - m0.rows),
         hopMsPerBatch: (m1.hopMs - m0.hopMs) / Math.max(1, m1.batches - m0.batches),
+        // the engine's step thread, waiting for rows not yet published when it came to sample
+        engineWaitMsPerStep: waited / steps,
       }
     : undefined;
-  return { tokens, seconds, outputTokS: tokens / seconds, steps, msPerStep: (1000 * seconds) / steps, ...(masks ? { masks } : {}) };
+  const mainThread = { utilization: elu.utilization, stepCallbackMsPerStep: cbMs / steps };
+  return { tokens, seconds, outputTokS: tokens / seconds, steps, msPerStep: (1000 * seconds) / steps, mainThread, ...(masks ? { masks } : {}) };
 }
 // Warm-up at full width, both ways (CUDA graphs are captured on first use, per batch size and output mode).
 for (const constrained of device === 'cuda' ? [false, true].filter((c) => order.includes(c)) : []) {
@@ -136,10 +172,14 @@ for (const constrained of device === 'cuda' ? [false, true].filter((c) => order.
 }
 const runs: ({ constrained: boolean } & Awaited<ReturnType<typeof run>>)[] = [];
 for (const constrained of order) {
+  dumping = constrained && dumpFile !== '' && dumped.size === 0;
   const r = { constrained, ...(await run(constrained)) };
+  if (dumping) await writeFile(dumpFile, JSON.stringify(Object.fromEntries(dumped)) + '\n');
+  dumping = false;
   runs.push(r);
-  const m = r.masks ? `; masks per step ${r.masks.cpuMsPerStep.toFixed(2)} ms CPU, busiest worker ${r.masks.busiestWorkerMsPerStep.toFixed(2)} ms, ${r.masks.usPerRow.toFixed(0)} us/row, hop ${r.masks.hopMsPerBatch.toFixed(2)} ms` : '';
-  console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s, ${r.steps} steps of ${r.msPerStep.toFixed(2)} ms${m}`);
+  const m = r.masks ? `; masks per step ${r.masks.cpuMsPerStep.toFixed(2)} ms CPU, busiest worker ${r.masks.busiestWorkerMsPerStep.toFixed(2)} ms, ${r.masks.usPerRow.toFixed(0)} us/row, hop ${r.masks.hopMsPerBatch.toFixed(2)} ms, engine waited ${r.masks.engineWaitMsPerStep.toFixed(2)} ms/step` : '';
+  const mt = `; main thread ${(100 * r.mainThread.utilization).toFixed(0)}% busy, step callback ${r.mainThread.stepCallbackMsPerStep.toFixed(2)} ms/step`;
+  console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s, ${r.steps} steps of ${r.msPerStep.toFixed(2)} ms${m}${mt}`);
 }
 const best = (c: boolean) => Math.max(0, ...runs.filter((r) => r.constrained === c).map((r) => r.outputTokS));
 const ratio = best(true) / best(false);

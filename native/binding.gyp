@@ -53,6 +53,7 @@
         "src/cpu/qgemm.cc",
         "src/engine/block_pool.cc",
         "src/engine/engine.cc",
+        "src/engine/grammar_bell.cc",
         "src/engine/prompt_logprobs.cc",
         "src/engine/fair_share.cc",
         "src/engine/kv_manager.cc",

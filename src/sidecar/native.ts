@@ -153,6 +153,15 @@ export interface NativeAddon {
   gemmCheck(opts: { isa: 'amx' | 'avx512' | 'avx2'; m: number; n: number; k: number; precise: boolean; seed: number }): GemmCheck;
   /** The int8 GEMM kernels against exact and double-precision references on random data (tests). */
   qgemmCheck(opts: { isa: Int8Isa | 'best'; m: number; n: number; k: number; precise: boolean; seed: number }): QgemmCheck;
+  /** Structured output's bell (native/src/engine/grammar_bell.h): rung by the engine after a step that
+   * posted constrained tokens, and by the grammar pool after a message to its workers. The count. */
+  grammarBell(): number;
+  /** Blocks the calling thread (a grammar worker's) until the count moves past `seen` or the timeout
+   * passes; whether it moved. */
+  grammarWait(seen: number, timeoutMs: number): boolean;
+  grammarRing(): void;
+  /** Milliseconds since the last ring (-1: never). */
+  grammarRingAge(): number;
   abiVersion: number;
 }
 

@@ -28,8 +28,12 @@ export class Masks {
   /** The worker's part for one output: accept the token, publish the next row. */
   onOutput(o: StepOutput): void {
     if (o.tokens.length === 0 || o.finish !== Finish.None) return;
-    this.counts[o.index]! += o.tokens.length;
-    if (!this.hold) this.publish(o.index);
+    for (let k = 0; k < o.tokens.length; k++) this.advance(o.index);
+  }
+  /** Choice i's next token arrived: publish the row for the one after it (unless held). */
+  advance(i: number): void {
+    this.counts[i]!++;
+    if (!this.hold) this.publish(i);
   }
 }
 

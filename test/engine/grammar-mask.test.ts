@@ -3,10 +3,12 @@
 // publishes it (src/sidecar/grammar/mask-layout.ts) when the choice's previous token arrives. Every
 // token must lie in its step's mask; greedy picks the best allowed token of the raw logits; logprobs
 // are those of the masked distribution; an abort wakes a step that waits for a mask; a failed row ends
-// its choice with an error; when the mask allows only stop ids the grammar wins over min_tokens.
+// its choice with an error; when the mask allows only stop ids the grammar wins over min_tokens. The
+// engine hands each constrained token to the grammar itself: into the buffer, then the grammar bell.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Finish } from '../../src/sidecar/engine/native-engine.js';
-import { allocateMasks, MASK_FAILED, maskWords } from '../../src/sidecar/grammar/mask-layout.js';
+import { allocateMasks, MASK_FAILED, maskWords, postedToken } from '../../src/sidecar/grammar/mask-layout.js';
+import { native } from '../../src/sidecar/native.js';
 import { Masks, pseudoSet } from './grammar-helpers.js';
 import { readGolden } from './helpers.js';
 import { randomTokens, request, TestEngine } from './engine-helpers.js';
@@ -169,6 +171,40 @@ describe('engine: grammar masks (CPU)', () => {
     expect(small.e.engine.stats().preemptions).toBeGreaterThan(0);
     small.tokens.forEach((ts, i) => ts.forEach((t, step) => expect(allowed(i)(0, step)).toContain(t)));
     expect(small.tokens).toEqual((await runAll(64)).tokens);
+  });
+
+  it('posts each constrained token into the buffer and rings the bell: a request runs with its step callback never called', async () => {
+    const e = await engine();
+    const n = 2;
+    const steps = 8;
+    const allowed = (c: number, step: number) => pseudoSet(70 + 10 * c + step, 20);
+    const m = new Masks(n, allowed);
+    // This thread plays the grammar worker from the posted tokens alone, blocked on the bell as a
+    // worker is: the engine's step callback cannot run on it until the last token is out.
+    e.submit({ id: 1, prompt, n, maxTokens: steps, temperature: 1, seed: 3, grammar: m.buf, maskWords: W });
+    const addon = native();
+    const got: number[][] = Array.from({ length: n }, () => []);
+    while (got.some((g) => g.length < steps - 1)) {
+      const bell = addon.grammarBell();
+      let moved = false;
+      for (let i = 0; i < n; i++) {
+        const { posted, token } = postedToken(m.buf, n, i);
+        if (posted === got[i]!.length) continue;
+        expect(posted).toBe(got[i]!.length + 1); // one token at a time: the next needs this one's mask
+        got[i]!.push(token);
+        m.advance(i);
+        moved = true;
+      }
+      if (!moved) expect(addon.grammarWait(bell, 10_000)).toBe(true);
+    }
+    await e.wait([1]);
+    const choices = e.results.get(1)!;
+    choices.forEach((c, i) => {
+      expect(c.tokens).toHaveLength(steps);
+      c.tokens.forEach((t, step) => expect(allowed(i, step)).toContain(t));
+      expect(c.tokens.slice(0, steps - 1)).toEqual(got[i]); // the last token ends the choice: not posted
+    });
+    expect(postedToken(m.buf, n, 0).posted).toBe(steps - 1);
   });
 
   it('refuses a mask buffer of the wrong row length', async () => {

@@ -8,6 +8,7 @@
 #include "binding/model_wrap.h"
 #include "cpu/kernels.h"
 #include "cpu/qgemm.h"
+#include "engine/grammar_bell.h"
 #include "formula/formula.h"
 #include "model/cuda_runner.h"
 
@@ -81,6 +82,25 @@ Napi::Value CudaInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// The grammar bell (engine/grammar_bell.h), for the sidecar's grammar workers and their pool:
+// grammarBell() -> the count; grammarWait(seen, timeoutMs) -> whether it moved past seen (blocks this
+// JS thread: a grammar worker's only); grammarRing(); grammarRingAge() -> ms since the last ring.
+Napi::Value GrammarBell(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(grammar_bell::value()));
+}
+Napi::Value GrammarWait(const Napi::CallbackInfo& info) {
+  const uint64_t seen = uint64_t(info[0].As<Napi::Number>().DoubleValue());
+  const double timeout_ms = info[1].As<Napi::Number>().DoubleValue();
+  return Napi::Boolean::New(info.Env(), grammar_bell::wait(seen, timeout_ms));
+}
+Napi::Value GrammarRing(const Napi::CallbackInfo& info) {
+  grammar_bell::ring();
+  return info.Env().Undefined();
+}
+Napi::Value GrammarRingAge(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), grammar_bell::ms_since_ring());
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeModel", NativeModel::Init(env));
   exports.Set("loadModel", Napi::Function::New(env, NativeModel::Load));
@@ -92,6 +112,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
   exports.Set("qgemmCheck", Napi::Function::New(env, QgemmCheck));
   exports.Set("gemmCheck", Napi::Function::New(env, GemmCheck));
+  exports.Set("grammarBell", Napi::Function::New(env, GrammarBell));
+  exports.Set("grammarWait", Napi::Function::New(env, GrammarWait));
+  exports.Set("grammarRing", Napi::Function::New(env, GrammarRing));
+  exports.Set("grammarRingAge", Napi::Function::New(env, GrammarRingAge));
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

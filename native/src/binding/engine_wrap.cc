@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "binding/addon_data.h"
 #include "binding/load_options.h"
 #include "binding/model_wrap.h"
 #include "engine/engine.h"
@@ -11,8 +12,6 @@
 namespace ee {
 
 namespace {
-
-Napi::FunctionReference* g_engine_ctor = nullptr;
 
 // Owns the thread pool and the engine (engine first out: it stops its thread before the pool goes).
 struct EngineHolder {
@@ -146,8 +145,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         return Napi::String::New(info.Env(), "grammar must be an Int32Array");
       auto a = g.As<Napi::Int32Array>();
       r.mask_words = get_int(o, "maskWords", 0);
-      if (r.mask_words < 1 || a.ElementLength() != size_t(r.n) * size_t(1 + r.mask_words))
-        return Napi::String::New(info.Env(), "grammar must hold n ready words and n rows of maskWords words");
+      if (r.mask_words < 1 || a.ElementLength() != size_t(r.n) * size_t(RequestSpec::kGrammarHeader + r.mask_words))
+        return Napi::String::New(info.Env(),
+                                 "grammar must hold n ready, n posted and n token words and n rows of maskWords words");
       r.grammar = a.Data();
     }
     std::string err = h_->engine->submit(std::move(r));
@@ -183,6 +183,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("generationTokens", double(s.generation_tokens));
     o.Set("steps", double(s.steps));
     o.Set("stepTimeMs", s.step_ms);
+    o.Set("maskWaitMs", s.mask_wait_ms);
     o.Set("lastStepTokens", s.last_step_tokens);
     o.Set("lastStepSeqs", s.last_step_seqs);
     // vllm:iteration_tokens_total: bounds and cumulative counts (Prometheus buckets), sum.
@@ -272,7 +273,7 @@ class CreateWorker : public Napi::AsyncWorker {
     auto* hp = new std::shared_ptr<EngineHolder>(holder_);
     auto ext = Napi::External<std::shared_ptr<EngineHolder>>::New(
         Env(), hp, [](Napi::Env, std::shared_ptr<EngineHolder>* p) { delete p; });
-    d_.Resolve(g_engine_ctor->New({ext}));
+    d_.Resolve(addon_data(Env()).engine_ctor.New({ext}));
   }
   void OnError(const Napi::Error& e) override {
     tsfn_.Release();
@@ -342,7 +343,7 @@ Napi::Function InitNativeEngine(Napi::Env env) {
        EngineWrap::InstanceMethod("abort", &EngineWrap::Abort), EngineWrap::InstanceMethod("pause", &EngineWrap::Pause),
        EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
        EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
-  g_engine_ctor = new Napi::FunctionReference(Napi::Persistent(f));
+  addon_data(env).engine_ctor = Napi::Persistent(f);
   return f;
 }
 

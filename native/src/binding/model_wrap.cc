@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "binding/addon_data.h"
 #include "binding/load_options.h"
 #include "binding/membw.h"
 #include "model/cuda_runner.h"
@@ -15,8 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-Napi::FunctionReference* g_ctor = nullptr;  // set once in Init; the env lives as long as the addon
 
 Status check_config(const ModelConfig& c) {
   if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
@@ -104,7 +103,7 @@ class LoadWorker : public Napi::AsyncWorker {
     auto* holder = new std::shared_ptr<LoadedModel>(model_);
     auto ext = Napi::External<std::shared_ptr<LoadedModel>>::New(
         Env(), holder, [](Napi::Env, std::shared_ptr<LoadedModel>* p) { delete p; });
-    deferred_.Resolve(g_ctor->New({ext}));
+    deferred_.Resolve(addon_data(Env()).model_ctor.New({ext}));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -236,7 +235,7 @@ Napi::Function NativeModel::Init(Napi::Env env) {
        InstanceMethod("generateGreedy", &NativeModel::GenerateGreedy),
        InstanceMethod("memoryBandwidth", &NativeModel::MemoryBandwidth),
        InstanceMethod("computePeak", &NativeModel::ComputePeak), InstanceMethod("close", &NativeModel::Close)});
-  g_ctor = new Napi::FunctionReference(Napi::Persistent(f));
+  addon_data(env).model_ctor = Napi::Persistent(f);
   return f;
 }
 

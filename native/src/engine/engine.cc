@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/assert.h"
+#include "engine/grammar_bell.h"
 
 namespace ee {
 
@@ -120,6 +121,7 @@ void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   stats_.prompt_tokens = prompt_tokens_;
   stats_.generation_tokens = generation_tokens_;
   stats_.steps = steps_;
+  stats_.mask_wait_ms = double(mask_wait_ns_) / 1e6;
   if (seqs > 0) {
     size_t b = 0;
     while (b < kIterationTokenBounds.size() && tokens > kIterationTokenBounds[b]) ++b;
@@ -245,6 +247,13 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
     finish_seq(r, s, Finish::Stop, out, &o);
   else if (s.num_output() >= r.spec->max_tokens || s.num_tokens() >= cfg_.max_model_len)
     finish_seq(r, s, Finish::Length, out, &o);
+  // A constrained choice that goes on: its token to the grammar worker now (rung once per step, in
+  // step()), not through the step callback, so its next mask is computed while this thread finishes
+  // the step and runs the next forward pass.
+  if (r.spec->grammar && s.finish == Finish::None) {
+    r.spec->post_token(s.index, so.token, s.num_output());
+    grammar_posted_ = true;
+  }
 }
 
 // Choices 1..n-1 of a request start from choice 0's prefill: same blocks (copy-on-write for the
@@ -434,6 +443,10 @@ void Engine::step(std::vector<StepOutput>& out) {
     append(r, s, samples[i], out);
     if (plp) out.back().prompt = std::move(*plp);
   }
+  if (grammar_posted_) {
+    grammar_posted_ = false;
+    grammar_bell::ring();
+  }
   // Forks joined the running set on slots their choice 0 held (fair_share.h): still within the limit.
   ENGINE_ASSERT(int(sched_.running().size()) <= cfg_.max_num_seqs);
   ++steps_;
@@ -462,6 +475,15 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
   // computed during the forward pass), then sleep in short waits that an abort or stop cuts short.
   // The waits are short because a step's sampling waits on its last row: each wait's overshoot is
   // that step's loss (a worker cannot wake this thread: Atomics.notify reaches only JS waiters).
+  // The time the step thread waited (the row was not there at once) goes to stats (maskWaitMs).
+  struct Waited {
+    Clock::time_point t0;
+    bool waited = false;
+    uint64_t& sum;
+    ~Waited() {
+      if (waited) sum += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    }
+  } waited{{}, false, mask_wait_ns_};
   for (int spin = 0;; ++spin) {
     const int32_t v = __atomic_load_n(ready, __ATOMIC_ACQUIRE);
     if (v == want) {
@@ -469,6 +491,10 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
       return MaskWait::kReady;
     }
     if (v == RequestSpec::kMaskFailed) return MaskWait::kFailed;
+    if (!waited.waited) {
+      waited.waited = true;
+      waited.t0 = Clock::now();
+    }
     if (spin < 256) {
       std::this_thread::yield();
       continue;

@@ -80,6 +80,8 @@ struct EngineStats {
   uint64_t fair_preemptions = 0;  // preemptions that seated a request under its share (fair_share.h)
   uint64_t preemptions = 0, prefix_queries = 0, prefix_hits = 0, prompt_tokens = 0, generation_tokens = 0, steps = 0;
   double step_ms = 0;
+  // Structured output: the step thread's time waiting for grammar masks that were not there yet (ms).
+  double mask_wait_ms = 0;
   int last_step_tokens = 0, last_step_seqs = 0;
   // Steps by tokens computed: iteration_counts[b] = steps with at most kIterationTokenBounds[b]
   // tokens and more than the bound before (the last entry: above every bound).
@@ -162,6 +164,8 @@ class Engine {
   std::unordered_map<uint32_t, Request> requests_;  // step thread only
   uint64_t arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0, fair_preemptions_ = 0;
+  uint64_t mask_wait_ns_ = 0;
+  bool grammar_posted_ = false;  // a constrained token was posted this step: ring the grammar bell
   Rng seed_rng_;
 
   std::mutex mu_;

@@ -30,14 +30,18 @@ struct RequestSpec {
   // -1: none; k >= 0: every prompt token's logprob (from the 2nd on), its rank and the top-k, computed
   // in the prefill (which then skips the prefix cache: every position's logits are needed).
   int prompt_logprobs = -1;
-  // Structured output: the token masks the sidecar's grammar worker writes (src/sidecar/grammar/
-  // mask-layout.ts), or null. Layout, int32 words: n `ready` words, then n rows of mask_words words.
-  // Row i is choice i's mask for its next token, valid while ready[i] equals that choice's output
-  // length (kMaskFailed: the worker gave up on it); bit t % 32 of word t / 32 set = token t allowed.
+  // Structured output: the request's shared buffer with its grammar worker (src/sidecar/grammar/
+  // mask-layout.ts), or null. Int32 words, n choices, W = mask_words:
+  //   [0, n)        ready[i]: the output length choice i's mask row is valid for (kMaskFailed: the
+  //                 worker gave up on the choice); written by the worker, release
+  //   [n, 2n)       posted[i]: choice i's output length after its latest token (post_token)
+  //   [2n, 3n)      token[i]: that token; both written by the engine, posted[i] last (release)
+  //   [3n + i*W, …) choice i's mask row for its next token: bit t % 32 of word t / 32 set = allowed
   // The sidecar keeps the buffer alive until the request's last output.
   int32_t* grammar = nullptr;
   int mask_words = 0;  // ceil(vocab / 32)
   static constexpr int32_t kMaskFailed = -2;
+  static constexpr int kGrammarHeader = 3;  // words per choice before the rows
 
   // True while sequence outputs `num_output` must not end on a stop token.
   bool bans_stops(int num_output) const { return num_output < min_tokens && !stop_token_ids.empty(); }
@@ -45,7 +49,13 @@ struct RequestSpec {
   // Choice `index`'s ready word and mask row (grammar != null).
   int32_t* mask_ready(int index) const { return grammar + index; }
   const uint32_t* mask_row(int index) const {
-    return reinterpret_cast<const uint32_t*>(grammar + n + size_t(index) * size_t(mask_words));
+    return reinterpret_cast<const uint32_t*>(grammar + kGrammarHeader * n + size_t(index) * size_t(mask_words));
+  }
+  // Hands choice `index`'s new token to its grammar worker: the token, then (release) the output
+  // length it makes; the worker reads them once woken (grammar_bell.h).
+  void post_token(int index, int32_t token, int num_output) const {
+    __atomic_store_n(grammar + 2 * n + index, token, __ATOMIC_RELAXED);
+    __atomic_store_n(grammar + n + index, int32_t(num_output), __ATOMIC_RELEASE);
   }
 
   bool uses_penalties() const {

@@ -91,6 +91,8 @@ export interface EngineStatsNative {
   generationTokens: number;
   steps: number;
   stepTimeMs: number; // last step
+  /** Structured output: the step thread's time waiting for grammar masks not there yet, ms since start. */
+  maskWaitMs?: number;
   lastStepTokens: number; // tokens computed in the last step (prefill chunks + decodes)
   lastStepSeqs: number; // sequences in the last step
   /** Tokens computed per step (vllm:iteration_tokens_total): bucket bounds, cumulative counts. */

@@ -4,19 +4,24 @@
 //    worker, which writes every choice's first mask into the request's SharedArrayBuffer
 //    (./mask-layout.ts) before the request reaches the engine: a slow compile holds that request and
 //    that worker, never the engine's step loop;
-//  - each engine step, the host hands every constrained choice's new token here (accept), and flush()
-//    sends each worker one message with all of its tokens. The worker accepts each token and writes the
-//    choice's next mask while the engine runs the next forward pass; the step thread waits for a row only
-//    at sampling (native/src/engine/engine.cc, await_mask);
+//  - each engine step, the engine's step thread writes every constrained choice's new token into the
+//    request's buffer and rings the process's grammar bell (native/src/engine/grammar_bell.h); the
+//    workers, blocked on the bell between steps, accept their requests' tokens and write the next masks
+//    while the engine runs its next forward pass. This thread is not on that path: its step callback
+//    (detokenizing, streaming) runs beside the mask work, not before it. The step thread waits for a
+//    row only at sampling (native/src/engine/engine.cc, await_mask);
 //  - a request is pinned to the worker with the fewest constrained rows (choices), where a worker
 //    that has the grammar cached wins a tie: every row's mask is computed once per step, so rows are
 //    spread evenly (a batch of requests sharing one schema on one worker would compute all its masks
 //    there, one after another, while the engine waits); each worker compiles a shared grammar once.
+//  - the pool's own messages (open, close) ring the bell after posting, so a worker blocked on it
+//    turns to its message queue.
 // A worker that reports a rejected token (failed) or dies ends its requests through onFailed.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { EngineError, type Constraint } from '../../protocol/engine-client.js';
+import { native } from '../native.js';
 import { allocateMasks, MaskCounter, maskWords } from './mask-layout.js';
 import { grammarSource, sourceKey, type GrammarSource } from './source.js';
 import type { GrammarVocab } from './vocab.js';
@@ -48,7 +53,6 @@ export interface MaskStats {
 }
 export type WorkerRequest =
   | { op: 'open'; key: number; source: GrammarSource; n: number; stopIds: number[]; buf: Int32Array }
-  | { op: 'tokens'; items: Int32Array; sentAt: number } // (key, choice, token) triples; sentAt: epoch ms
   | { op: 'close'; key: number };
 export type WorkerReply =
   | { op: 'ready' }
@@ -78,7 +82,6 @@ interface PoolWorker {
   sessions: Map<number, number>; // session key → its rows (choices)
   rows: number; // the sum of sessions' rows: the mask work per step
   keys: Set<string>; // sources it compiled (approximately its cache: it may have evicted some)
-  tokens: number[];
   counters: Float64Array;
   opening: Map<number, { resolve: (r: WorkerReply & { op: 'opened' }) => void; reject: (e: Error) => void }>;
 }
@@ -131,24 +134,6 @@ export class GrammarPool {
     return { key, buf, maskWords: words, compileMs: reply.compileMs ?? 0, cached: reply.cached ?? false };
   }
 
-  /** A choice's new tokens of this step; sent by flush(). */
-  accept(key: number, index: number, tokens: ArrayLike<number>): void {
-    const w = this.byKey.get(key);
-    if (!w) return;
-    for (let i = 0; i < tokens.length; i++) w.tokens.push(key, index, tokens[i]!);
-  }
-
-  /** Sends each worker the tokens accepted since the last flush, in one message. */
-  flush(): void {
-    for (const w of this.workers) {
-      if (w.tokens.length === 0) continue;
-      const items = Int32Array.from(w.tokens);
-      w.tokens.length = 0;
-      const sentAt = performance.timeOrigin + performance.now();
-      w.worker.postMessage({ op: 'tokens', items, sentAt } satisfies WorkerRequest, [items.buffer]);
-    }
-  }
-
   /** Mask work since start, summed over the workers (./worker.ts keeps the counters). */
   maskStats(): MaskStats {
     const s: MaskStats = { workers: this.workers.length, batches: 0, rows: 0, busyMs: 0, busyMsByWorker: [], hopMs: 0 };
@@ -172,6 +157,7 @@ export class GrammarPool {
 
   async stop(): Promise<void> {
     this.closed = true;
+    native().grammarRing(); // a worker blocked on the bell returns to its event loop, where terminate() ends it
     await Promise.all(this.workers.map((w) => w.worker.terminate()));
     this.workers.length = 0;
   }
@@ -195,13 +181,14 @@ export class GrammarPool {
 
   private post(w: PoolWorker, msg: WorkerRequest): void {
     w.worker.postMessage(msg);
+    native().grammarRing();
   }
 
   private spawn(): Promise<void> {
     const counters = new Float64Array(new SharedArrayBuffer(8 * MaskCounter.Length));
     const data: WorkerData = { vocab: this.opts.vocab, cacheSize: this.opts.cacheSize, counters };
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...data, entry: ENTRY, tsx: TSX } });
-    const w: PoolWorker = { worker, sessions: new Map(), rows: 0, keys: new Set(), tokens: [], counters, opening: new Map() };
+    const w: PoolWorker = { worker, sessions: new Map(), rows: 0, keys: new Set(), counters, opening: new Map() };
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       worker.on('message', (r: WorkerReply) => {

@@ -2,13 +2,20 @@
 // of compiled grammars and the matchers of the requests pinned to it. xgrammar's CompiledGrammar cannot
 // be serialized, so the instance that compiles a grammar is the one that runs its matchers.
 // Messages are handled in order, one at a time (a compile holds this worker, not the others).
+// Between messages the worker serves its requests' tokens: the engine's step thread writes each
+// constrained choice's new token into the request's buffer and rings the grammar bell
+// (./mask-layout.ts, native/src/engine/grammar_bell.h); the worker, blocked on the bell while it has
+// nothing to do, wakes, accepts every posted token of its sessions and publishes the next masks. It
+// turns to its event loop (messages, xgrammar's own promises) before each block, and the pool rings
+// after each message it posts.
 // A second, throwaway instance parses each new source first: xgrammar reports a bad grammar by aborting
 // inside WebAssembly, which leaks that instance's memory (enough aborts corrupt it); the checker is
 // replaced after an abort, the serving instance only ever sees sources that parsed.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CompiledGrammar as Compiled, GrammarMatcher as Matcher } from '@mlc-ai/web-xgrammar';
 import { Lru } from './lru.js';
-import { MASK_FAILED, MaskCounter } from './mask-layout.js';
+import { native } from '../native.js';
+import { MASK_FAILED, MaskCounter, maskRowStart, postedToken } from './mask-layout.js';
 import type { WorkerData, WorkerReply, WorkerRequest } from './pool.js';
 import { lowerSource } from './compile-lowering.js';
 import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
@@ -42,6 +49,9 @@ const lastWordBits = known % 32 === 0 ? -1 : (1 << known % 32) - 1; // ids of th
 const cache = new Lru<string, Compiled>(data.cacheSize, (g) => g.dispose());
 let checker: XgrammarModule | null = loadXgrammar();
 const sessions = new Map<number, Session>();
+const addon = native();
+/** A block on the bell ends after this long (ms) so that terminate() and a missed message are noticed. */
+const IDLE_WAIT_MS = 20;
 
 /** Compiles (or finds) a source; a bad one throws with xgrammar's message. */
 async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cached: boolean }> {
@@ -69,7 +79,7 @@ async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cac
 /** Writes choice i's mask for its next token and publishes it (ready = tokens accepted so far). */
 async function publish(s: Session, i: number): Promise<void> {
   const m = s.matchers[i]!;
-  const row = s.n + i * words;
+  const row = maskRowStart(s.n, words, i);
   if (m.isTerminated()) {
     // A stop id was accepted but the choice goes on (min_tokens): nothing but stop ids, as before it.
     s.buf.fill(0, row, row + words);
@@ -116,32 +126,6 @@ async function handle(msg: WorkerRequest): Promise<void> {
       post({ op: 'opened', key: msg.key, compileMs: performance.now() - t0, cached: got.cached });
       return;
     }
-    case 'tokens': {
-      const t = msg.items;
-      const c = data.counters;
-      const t0 = performance.now();
-      c[MaskCounter.HopMs]! += performance.timeOrigin + t0 - msg.sentAt;
-      for (let j = 0; j + 2 < t.length; j += 3) {
-        const key = t[j]!;
-        const s = sessions.get(key);
-        if (!s) continue;
-        const i = t[j + 1]!;
-        const token = t[j + 2]!;
-        const m = s.matchers[i];
-        if (!m) continue;
-        if (!m.isTerminated() && !m.acceptToken(token)) {
-          fail(key, s, i, `structured output: the grammar rejected token ${token}`);
-          continue;
-        }
-        s.counts[i]!++;
-        utf8.accept(s.utf8[i]!, token);
-        await publish(s, i);
-        c[MaskCounter.Rows]!++;
-      }
-      c[MaskCounter.Batches]!++;
-      c[MaskCounter.BusyMs]! += performance.now() - t0;
-      return;
-    }
     case 'close': {
       const s = sessions.get(msg.key);
       if (!s) return;
@@ -152,9 +136,62 @@ async function handle(msg: WorkerRequest): Promise<void> {
   }
 }
 
-// One message at a time, in arrival order.
-let chain: Promise<void> = Promise.resolve();
-port.on('message', (msg: WorkerRequest) => {
-  chain = chain.then(() => handle(msg)).catch((e: unknown) => post({ op: 'crashed', message: String((e as Error)?.stack ?? e) }));
-});
+/**
+ * Accepts every token the engine posted to this worker's sessions since the last call and publishes
+ * the next masks; whether there were any. A choice's tokens come one at a time: the engine samples the
+ * next only from the mask published for this one.
+ */
+async function serveTokens(): Promise<boolean> {
+  const c = data.counters;
+  let rows = 0;
+  let t0 = 0;
+  for (const [key, s] of sessions) {
+    for (let i = 0; i < s.n; i++) {
+      const { posted, token } = postedToken(s.buf, s.n, i);
+      if (posted <= s.counts[i]!) continue;
+      if (rows++ === 0) {
+        t0 = performance.now();
+        const age = addon.grammarRingAge();
+        if (age >= 0) c[MaskCounter.HopMs]! += age;
+      }
+      const m = s.matchers[i]!;
+      if (posted !== s.counts[i]! + 1) {
+        fail(key, s, i, `structured output: token ${posted} of this choice arrived after ${s.counts[i]}`);
+        s.counts[i] = posted;
+        continue;
+      }
+      if (!m.isTerminated() && !m.acceptToken(token)) {
+        s.counts[i] = posted; // failed: nothing more is read for it
+        fail(key, s, i, `structured output: the grammar rejected token ${token}`);
+        continue;
+      }
+      s.counts[i] = posted;
+      utf8.accept(s.utf8[i]!, token);
+      await publish(s, i);
+      c[MaskCounter.Rows]!++;
+    }
+  }
+  if (rows > 0) {
+    c[MaskCounter.Batches]!++;
+    c[MaskCounter.BusyMs]! += performance.now() - t0;
+  }
+  return rows > 0;
+}
+
+// The loop: messages first (in arrival order, one at a time), then posted tokens; with neither, a turn
+// of the event loop (a message posted meanwhile arrives there), then a block on the bell. The bell's
+// count is read before looking, so a ring after the look ends the block at once.
+const inbox: WorkerRequest[] = [];
+port.on('message', (msg: WorkerRequest) => inbox.push(msg));
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+async function serve(): Promise<void> {
+  for (;;) {
+    const seen = addon.grammarBell();
+    while (inbox.length > 0) await handle(inbox.shift()!);
+    if (await serveTokens()) continue;
+    await turn();
+    if (inbox.length === 0) addon.grammarWait(seen, IDLE_WAIT_MS);
+  }
+}
 post({ op: 'ready' });
+serve().catch((e: unknown) => post({ op: 'crashed', message: String((e as Error)?.stack ?? e) }));

@@ -30,7 +30,7 @@ import { eventUnits, nextCoalesced } from '../../protocol/flow.js';
 import type { WireError } from '../../protocol/messages.js';
 import { toWireError, type Emit, type PushBackend, type PushedStream } from '../../protocol/push-stream.js';
 import type { Tracer } from '../../protocol/trace.js';
-import { Finish, type NativeEngine, type StepOutput } from '../engine/native-engine.js';
+import type { NativeEngine, StepOutput } from '../engine/native-engine.js';
 import type { GrammarPool, GrammarSession } from '../grammar/pool.js';
 import type { TokenizerBundle } from '../tokenizer/index.js';
 import { toEngineRequest } from './engine-request.js';
@@ -374,15 +374,8 @@ export class EngineHost implements EngineClient, PushBackend {
       if (g) g.push(o);
       else groups.set(o.id, [o]);
     }
-    // The constrained choices' tokens go to the grammar workers first: their next masks are computed
-    // while the engine runs its next forward pass and this thread detokenizes the step.
-    if (this.grammars.size > 0) {
-      for (const [num, outs] of groups) {
-        const grammar = this.byNum.has(num) ? this.grammars.get(num) : undefined;
-        if (grammar) for (const o of outs) if (o.finish === Finish.None && o.tokens.length > 0) this.opts.grammar!.accept(grammar.key, o.index, o.tokens);
-      }
-      this.opts.grammar!.flush();
-    }
+    // (The constrained choices' tokens reached their grammar workers before this callback: the engine
+    // posts them into each request's mask buffer, ../grammar/mask-layout.ts.)
     for (const [num, outs] of groups) {
       const live = this.byNum.get(num);
       if (!live) continue;
