@@ -2,8 +2,9 @@
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
 // and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone, then int8 with one activation plane
-// (--dtype bfloat16), int8 with one on the LM head only (--lm-head-planes 1), and that with a bf16 KV
-// cache (--kv-cache-dtype bfloat16). `--paths 1,2,0` runs only those (indices, in that order).
+// (--dtype bfloat16), int8 with one on the LM head only (--lm-head-planes 1), that with a bf16 KV
+// cache (--kv-cache-dtype bfloat16), and precise bf16 with the bf16 KV cache. `--paths 1,2,0` runs only
+// those (indices, in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
 // of 512 tokens (beside the bandwidth ceiling and the kernels' measured peak); at the largest thread
 // count also the article's 5 prompts at once and one wave per --levels value (default 32,64) of the
@@ -65,6 +66,8 @@ const paths: Path[] = [
   { name: 'int8, LM head 1 plane', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false },
   // The same with --kv-cache-dtype bfloat16 (the precise paths above keep the fp32 cache).
   { name: 'int8, LM head 1 plane, bf16 KV cache', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false, kvCacheDtype: 'bfloat16' },
+  // The precise bf16 path on the same bf16 KV cache: the like-for-like baseline of the row above.
+  { name: 'bf16 precise, avx512, bf16 KV cache', isa: 'avx512', quantization: 'none', precise: true, kvCacheDtype: 'bfloat16' },
 ];
 const pick = (s: string | undefined) => (s ? list(s).map((i) => paths[Number(i)]).filter((p): p is Path => p !== undefined) : paths);
 const chosen = pick(arg('--paths'));
