@@ -1,8 +1,10 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
-// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone, and last int8 with one activation plane
-// (--dtype bfloat16). `--paths 1,2,0` runs only those (indices, in that order).
+// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone, then int8 with one activation plane
+// (--dtype bfloat16), int8 with one on the LM head only (--lm-head-planes 1), that with a bf16 KV
+// cache (--kv-cache-dtype bfloat16), and precise bf16 with the bf16 KV cache. `--paths 1,2,0` runs only
+// those (indices, in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
 // of 512 tokens (beside the bandwidth ceiling and the kernels' measured peak); at the largest thread
 // count also the article's 5 prompts at once and one wave per --levels value (default 32,64) of the
@@ -51,7 +53,7 @@ const out = arg('--out') ?? path.join(here, 'results', 'cpu-int8.json');
 const host = arg('--host') ?? os.cpus()[0]?.model ?? 'unknown';
 const cpu = native().cpuInfo();
 
-type Path = { name: string } & Pick<NativeLoadOptions, 'isa' | 'quantization' | 'precise'>;
+type Path = { name: string } & Pick<NativeLoadOptions, 'isa' | 'quantization' | 'precise' | 'lmHeadPrecise' | 'kvCacheDtype'>;
 const paths: Path[] = [
   { name: 'bf16 precise, avx512', isa: 'avx512', quantization: 'none', precise: true },
   ...(cpu.amx ? [{ name: 'bf16 precise, amx-bf16', isa: 'amx', quantization: 'none', precise: true } as Path] : []),
@@ -60,6 +62,12 @@ const paths: Path[] = [
   ...(cpu.amx ? [{ name: 'int8, amx-int8 at every M', isa: 'amx', quantization: 'int8', precise: true } as Path] : []),
   // --dtype bfloat16 with int8 weights: one activation plane (last, so the indices above keep their meaning).
   { name: 'int8 1 plane, best', isa: '', quantization: 'int8', precise: false },
+  // --lm-head-planes 1: two planes in the layers, one on the LM head.
+  { name: 'int8, LM head 1 plane', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false },
+  // The same with --kv-cache-dtype bfloat16 (the precise paths above keep the fp32 cache).
+  { name: 'int8, LM head 1 plane, bf16 KV cache', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false, kvCacheDtype: 'bfloat16' },
+  // The precise bf16 path on the same bf16 KV cache: the like-for-like baseline of the row above.
+  { name: 'bf16 precise, avx512, bf16 KV cache', isa: 'avx512', quantization: 'none', precise: true, kvCacheDtype: 'bfloat16' },
 ];
 const pick = (s: string | undefined) => (s ? list(s).map((i) => paths[Number(i)]).filter((p): p is Path => p !== undefined) : paths);
 const chosen = pick(arg('--paths'));
@@ -105,7 +113,7 @@ const limit = (r: Batched) => (r.computeLimitTokS ? `, limit ${r.computeLimitTok
 
 /** Our path at `threads`: single stream (+ accuracy and the batched rows at the largest thread count). */
 async function oursRow(p: Path, threads: number): Promise<void> {
-  const opts = { isa: p.isa, quantization: p.quantization, precise: p.precise, threads };
+  const opts = { isa: p.isa, quantization: p.quantization, precise: p.precise, lmHeadPrecise: p.lmHeadPrecise, kvCacheDtype: p.kvCacheDtype, threads };
   const { model } = await loadModel(dir, { ...opts, kvBlocks: 64, blockSize: 16 });
   const single = await singleStream(model, { decodeTokens: 64, prefillTokens: 512, runs: 3 });
   const peakOpsPerS = model.computePeak();

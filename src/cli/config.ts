@@ -95,6 +95,13 @@ function lmHeadInt8(v: string | undefined): boolean {
   throw new UsageError(`--lm-head-dtype must be auto or bfloat16, got ${v}`);
 }
 
+/** --lm-head-planes: auto follows --dtype; 1 or 2 activation planes for the LM head alone. */
+function lmHeadPrecise(v: string | undefined): boolean | undefined {
+  if (v === undefined || v === 'auto') return undefined;
+  if (v === '1' || v === '2') return v === '2';
+  throw new UsageError(`--lm-head-planes must be auto, 1 or 2, got ${v}`);
+}
+
 function origins(v: string | undefined): string[] | '*' | undefined {
   if (v === undefined) return undefined;
   const t = v.trim();
@@ -207,6 +214,7 @@ export function buildConfig(args: ParsedArgs): Config {
       kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
       quantization: quantization(str('quantization')),
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
+      lmHeadPrecise: lmHeadPrecise(str('lm-head-planes')),
       maxNumQueuedReqs: positive('max-num-queued-reqs', 1024),
       tokenizerPoolSize: positive('tokenizer-pool-size', 1, 0),
       chatTemplate: str('chat-template'),

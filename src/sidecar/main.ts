@@ -50,6 +50,8 @@ export interface SidecarOptions {
   quantization?: 'none' | 'int8';
   /** --lm-head-dtype: false keeps the LM head bf16 under int8. */
   lmHeadInt8?: boolean;
+  /** --lm-head-planes: the LM head's activation planes apart from the layers' (undefined: as --dtype). */
+  lmHeadPrecise?: boolean;
   maxNumQueuedReqs: number;
   /** --tokenizer-pool-size: worker threads for large inputs (0: inline); default 1. */
   tokenizerPoolSize?: number;
@@ -147,6 +149,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
       kvCacheDtype: opts.kvCacheDtype,
       quantization: opts.quantization,
       lmHeadInt8: opts.lmHeadInt8,
+      lmHeadPrecise: opts.lmHeadPrecise,
       maxModelLen: opts.maxModelLen,
       maxNumSeqs: opts.engine.maxNumSeqs,
       maxNumBatchedTokens: opts.engine.maxNumBatchedTokens,

@@ -41,6 +41,8 @@ export interface NativeLoadOptions {
   quantization?: 'none' | 'int8';
   /** With int8: the LM head too (default true); false keeps it bf16. */
   lmHeadInt8?: boolean;
+  /** The LM head's GEMM input in two planes (true) or one (false); default: as `precise`. Apart from `precise` on the CPU only. */
+  lmHeadPrecise?: boolean;
   /** 'cpu' (default) or 'cuda': the CUDA runner of native/cuda/, dlopen()ed from cudaLibrary. */
   device?: 'cpu' | 'cuda';
   cudaLibrary?: string;
@@ -73,6 +75,9 @@ export interface NativeModelInfo {
   quantization?: 'none' | 'int8';
   gemm?: string;
   lmHeadGemm?: string;
+  /** CPU: the layers' and the LM head's GEMM input planes (2: value and residual, 1: value). */
+  planes?: 1 | 2;
+  lmHeadPlanes?: 1 | 2;
   device: 'cpu' | 'cuda';
   /** graphCaptures: CUDA graphs captured since load (at startup, or on first use inside a step). */
   cuda?: { deviceName: string; graphSteps: number; eagerSteps: number; graphCaptures: number; gpuBytesUsed: number };

@@ -79,12 +79,17 @@ describe('buildConfig', () => {
     expect(usage(() => cfg(['--device', 'tpu']))).toMatch(/--device must be auto, cpu or cuda/);
   });
 
-  it('parses --quantization (int8, or vLLM\'s w8a8) and --lm-head-dtype, and rejects other values', () => {
+  it('parses --quantization (int8, or vLLM\'s w8a8), --lm-head-dtype and --lm-head-planes, and rejects other values', () => {
     expect(cfg([]).sidecar).toMatchObject({ quantization: 'none', lmHeadInt8: true });
     expect(cfg(['--quantization', 'int8']).sidecar).toMatchObject({ quantization: 'int8', lmHeadInt8: true });
     expect(cfg(['--quantization', 'w8a8', '--lm-head-dtype', 'bfloat16', '--dtype', 'bfloat16']).sidecar).toMatchObject({ quantization: 'int8', lmHeadInt8: false, precise: false });
     expect(usage(() => cfg(['--quantization', 'fp8']))).toMatch(/--quantization must be none, int8 or w8a8, got fp8/);
     expect(usage(() => cfg(['--lm-head-dtype', 'int4']))).toMatch(/--lm-head-dtype must be auto or bfloat16, got int4/);
+    expect(cfg([]).sidecar.lmHeadPrecise).toBeUndefined();
+    expect(cfg(['--lm-head-planes', 'auto']).sidecar.lmHeadPrecise).toBeUndefined();
+    expect(cfg(['--quantization', 'int8', '--lm-head-planes', '1']).sidecar).toMatchObject({ precise: true, lmHeadPrecise: false });
+    expect(cfg(['--dtype', 'bfloat16', '--lm-head-planes', '2']).sidecar).toMatchObject({ precise: false, lmHeadPrecise: true });
+    expect(usage(() => cfg(['--lm-head-planes', '3']))).toMatch(/--lm-head-planes must be auto, 1 or 2, got 3/);
   });
 
   it('parses --dtype and --kv-cache-dtype (auto = float32) and rejects other types', () => {

@@ -60,6 +60,8 @@ LoadOptions parse_load_options(const Napi::Object& o) {
   r.block_size = required_int(o, "blockSize");
   if (o.Has("isa") && o.Get("isa").IsString()) r.isa = o.Get("isa").As<Napi::String>().Utf8Value();
   if (o.Has("precise") && o.Get("precise").IsBoolean()) r.precise = o.Get("precise").As<Napi::Boolean>().Value();
+  if (o.Has("lmHeadPrecise") && o.Get("lmHeadPrecise").IsBoolean())
+    r.lm_head_precise = o.Get("lmHeadPrecise").As<Napi::Boolean>().Value() ? 1 : 0;
   auto str = [&](const char* k, std::string& out) {
     if (o.Has(k) && o.Get(k).IsString()) out = o.Get(k).As<Napi::String>().Utf8Value();
   };

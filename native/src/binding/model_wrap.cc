@@ -41,6 +41,9 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   const bool int8 = opts.quantization == "int8";
   if (opts.device == "cuda") {
     if (int8) return Status::error("quantization int8 runs on the CPU backend only (--device cpu)");
+    if (opts.lm_head_precise >= 0 && (opts.lm_head_precise == 1) != opts.precise)
+      return Status::error(
+          "an LM head's planes apart from the layers' (--lm-head-planes) are for the CPU backend only");
     CudaOptions co;
     co.library = opts.cuda_library;
     co.num_blocks = opts.kv_blocks;
@@ -82,7 +85,9 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);
   m->host_kernels = k;
-  m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise, k8);
+  const bool head_precise = opts.lm_head_precise < 0 ? opts.precise : opts.lm_head_precise == 1;
+  m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise, k8,
+                                            head_precise);
   return m;
 }
 
@@ -271,6 +276,8 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     o.Set("quantization", q.int8 ? "int8" : "none");
     o.Set("gemm", q.int8 ? k8->isa : r.backend());
     o.Set("lmHeadGemm", q.lm_head_int8 ? k8->isa : r.backend());
+    o.Set("planes", cpu_runner->precise() ? 2 : 1);
+    o.Set("lmHeadPlanes", cpu_runner->lm_head_precise() ? 2 : 1);
     const ModelRunner::Profile pr = cpu_runner->profile();
     Napi::Object prof = Napi::Object::New(info.Env());
     prof.Set("gemmMs", pr.gemm_ms);

@@ -29,9 +29,10 @@ constexpr int kAttnTokensPerTask = 8;  // query tokens per attention task in pre
 }  // namespace
 
 ModelRunner::ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv,
-                         ThreadPool* pool, const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8)
+                         ThreadPool* pool, const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8,
+                         bool lm_head_precise)
     : cfg_(std::move(cfg)), w_(std::move(weights)), kv_(std::move(kv)), pool_(pool), k_(kernels), precise_(precise),
-      k8_(int8) {
+      k8_(int8), lm_head_precise_(lm_head_precise) {
   ENGINE_ASSERT(!w_->quant.int8 || k8_ != nullptr);
   scores_.resize(size_t(pool_->size()));
   busy_.resize(size_t(pool_->size()));
@@ -44,8 +45,8 @@ ModelRunner::Profile ModelRunner::profile() const {
   return p;
 }
 
-size_t ModelRunner::act_bytes(int T, int K, bool int8) const {
-  return int8 ? cpu::act8_bytes(T, K, precise_) : k_->act_bytes(T, K);
+size_t ModelRunner::act_bytes(int T, int K, bool int8, bool precise) const {
+  return int8 ? cpu::act8_bytes(T, K, precise) : k_->act_bytes(T, K);
 }
 
 void ModelRunner::grow_scratch(int T) {
@@ -64,8 +65,8 @@ void ModelRunner::reserve(int T) {
   // in either layout when weights are int8 (the LM head may stay bf16).
   size_t act = 0;
   for (int K : {cfg_.hidden_size, cfg_.q_dim(), cfg_.intermediate_size}) {
-    act = std::max(act, act_bytes(T, K, false));
-    if (w_->quant.int8) act = std::max(act, act_bytes(T, K, true));
+    act = std::max(act, act_bytes(T, K, false, precise_));
+    if (w_->quant.int8) act = std::max(act, act_bytes(T, K, true, precise_));
   }
   if (act_.size() < act) act_.resize(act);
 }
@@ -75,15 +76,15 @@ void ModelRunner::rows(int T, int per_task, const std::function<void(int, int)>&
   pool_->run(tasks, [&](int task, int) { fn(task * per_task, std::min(T, (task + 1) * per_task)); });
 }
 
-void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs,
+void ModelRunner::gemm(const float* x, int T, int K, bool precise, std::initializer_list<MatOut> outs,
                        const std::function<void(int, int)>& produce) {
   const bool int8 = outs.begin()->q != nullptr;
   cpu::Act a;
   a.M = T;
   a.K = K;
   a.Kp = int8 ? cpu::pad_k8(K) : cpu::pad_k(K);
-  a.precise = precise_;
-  const size_t need = act_bytes(T, K, int8);
+  a.precise = precise;
+  const size_t need = act_bytes(T, K, int8, precise);
   if (act_.size() < need) act_.resize(need);
   a.data = act_.data();
   const auto t_prep = Clock::now();
@@ -99,7 +100,7 @@ void ModelRunner::gemm(const float* x, int T, int K, std::initializer_list<MatOu
   for (const MatOut& o : outs) n_out += o.n;
   const int per_task = !int8 && k_->gemm_task_rows ? k_->gemm_task_rows(T, n_out, pool_->size()) : kGemmRowsPerTask;
   ENGINE_ASSERT(per_task > 0 && per_task % cpu::kPackRows == 0);
-  const int per_m = !int8 && k_->gemm_task_m ? k_->gemm_task_m(T, K, n_out, pool_->size(), precise_) : T;
+  const int per_m = !int8 && k_->gemm_task_m ? k_->gemm_task_m(T, K, n_out, pool_->size(), precise) : T;
   ENGINE_ASSERT(per_m >= T || (per_m > 0 && per_m % 32 == 0));
   struct Task {
     const MatOut* o;
@@ -217,7 +218,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
       return MatOut{i8 ? nullptr : w, i8 ? &q : nullptr, n, y.data()};
     };
     // The input norm runs inside the GEMM's activation preparation (per 16 rows).
-    gemm(xn_.data(), T, H,
+    gemm(xn_.data(), T, H, precise_,
          {out(Lw.q_proj, Lw.i8.q_proj, QD, q_), out(Lw.k_proj, Lw.i8.k_proj, KVD, k_new_),
           out(Lw.v_proj, Lw.i8.v_proj, KVD, v_new_)},
          [&](int r0, int r1) {
@@ -256,11 +257,11 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     lap_other(clk, prof_.rope_kv_ms);
     attention(l, batch, row0);
     lap(clk, prof_.attention_ms);
-    gemm(attn_.data(), T, QD, {out(Lw.o_proj, Lw.i8.o_proj, H, tmp_)});
+    gemm(attn_.data(), T, QD, precise_, {out(Lw.o_proj, Lw.i8.o_proj, H, tmp_)});
     lap_gemm(clk, prof_.gemm_o_ms);
     // The residual and the post-attention norm run inside the GEMM's activation preparation.
-    gemm(xn_.data(), T, H, {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)},
-         [&](int r0, int r1) {
+    gemm(xn_.data(), T, H, precise_,
+         {out(Lw.gate_proj, Lw.i8.gate_proj, I, gate_), out(Lw.up_proj, Lw.i8.up_proj, I, up_)}, [&](int r0, int r1) {
            for (int r = r0; r < r1; ++r) {
              k_->add_inplace(x_.data() + size_t(r) * H, tmp_.data() + size_t(r) * H, H);
              k_->rmsnorm(x_.data() + size_t(r) * H, Lw.post_attn_norm, cfg_.rms_norm_eps, H,
@@ -269,7 +270,7 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
          });
     lap_gemm(clk, prof_.gemm_gate_up_ms);
     // silu(gate) * up runs inside the GEMM's activation preparation.
-    gemm(gate_.data(), T, I, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)}, [&](int r0, int r1) {
+    gemm(gate_.data(), T, I, precise_, {out(Lw.down_proj, Lw.i8.down_proj, H, tmp_)}, [&](int r0, int r1) {
       for (int r = r0; r < r1; ++r)
         k_->silu_mul(gate_.data() + size_t(r) * I, up_.data() + size_t(r) * I, I, gate_.data() + size_t(r) * I);
     });
@@ -297,8 +298,9 @@ Status ModelRunner::forward(const std::vector<SeqSlice>& batch, std::vector<floa
     k_->rmsnorm(x_.data() + size_t(out_rows[size_t(i)]) * H, w_->final_norm, cfg_.rms_norm_eps, H,
                 xn_.data() + size_t(i) * H);
   lap(clk, prof_.other_ms);
-  if (w_->quant.lm_head_int8) gemm(xn_.data(), R, H, {{nullptr, &w_->lm_head8, cfg_.vocab_size, logits.data()}});
-  else gemm(xn_.data(), R, H, {{w_->lm_head, nullptr, cfg_.vocab_size, logits.data()}});
+  if (w_->quant.lm_head_int8)
+    gemm(xn_.data(), R, H, lm_head_precise_, {{nullptr, &w_->lm_head8, cfg_.vocab_size, logits.data()}});
+  else gemm(xn_.data(), R, H, lm_head_precise_, {{w_->lm_head, nullptr, cfg_.vocab_size, logits.data()}});
   lap(clk, prof_.lm_head_ms);
   return Status::ok();
 }

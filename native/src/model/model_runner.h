@@ -36,8 +36,11 @@ using AlignedVec = std::vector<T, CacheLineAlloc<T>>;
 
 class ModelRunner : public IModelRunner {
  public:
+  // precise: the layers' GEMM inputs in two planes (value and residual), else one; lm_head_precise:
+  // the same for the LM head alone (--lm-head-planes; accuracy per choice: bench/README.md, "LM head
+  // planes"); int8: the int8 kernels when the weights are int8, else nullptr.
   ModelRunner(ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::unique_ptr<KvCache> kv, ThreadPool* pool,
-              const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8 = nullptr);
+              const cpu::Kernels* kernels, bool precise, const cpu::Int8Kernels* int8, bool lm_head_precise);
 
   Status forward(const std::vector<SeqSlice>& batch, std::vector<float>& logits) override;
   Status copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
@@ -53,6 +56,8 @@ class ModelRunner : public IModelRunner {
   KvCache& kv() { return *kv_; }
   const cpu::Kernels& kernels() const { return *k_; }
   const cpu::Int8Kernels* int8_kernels() const { return k8_; }
+  bool precise() const { return precise_; }
+  bool lm_head_precise() const { return lm_head_precise_; }
 
   // Cumulative wall time per phase since start (profiling; a few clock reads per layer). gemm_ms is
   // the layers' GEMMs (activation preparation included), also split by matrix group.
@@ -80,15 +85,15 @@ class ModelRunner : public IModelRunner {
     int n;
     float* y;
   };
-  // `produce(m0, m1)`, where given, writes rows [m0, m1) of x first, in the same task that prepares
-  // them (a norm or an activation function fused with the preparation: one pass over the rows on one
-  // core instead of two parallel regions).
-  void gemm(const float* x, int T, int K, std::initializer_list<MatOut> outs,
+  // precise: the input in two planes (value and residual), else one. `produce(m0, m1)`, where given,
+  // writes rows [m0, m1) of x first, in the same task that prepares them (a norm or an activation
+  // function fused with the preparation: one pass over the rows on one core instead of two regions).
+  void gemm(const float* x, int T, int K, bool precise, std::initializer_list<MatOut> outs,
             const std::function<void(int, int)>& produce = nullptr);
   void rows(int T, int per_task, const std::function<void(int, int)>& fn);  // fn(row_begin, row_end)
   void attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0);
-  void grow_scratch(int T);                         // the [T, ...] step buffers below, for a step of T rows
-  size_t act_bytes(int T, int K, bool int8) const;  // the prepared GEMM input of [T, K]
+  void grow_scratch(int T);  // the [T, ...] step buffers below, for a step of T rows
+  size_t act_bytes(int T, int K, bool int8, bool precise) const;  // the prepared GEMM input of [T, K]
 
   ModelConfig cfg_;
   std::unique_ptr<ModelWeights> w_;
@@ -96,7 +101,8 @@ class ModelRunner : public IModelRunner {
   ThreadPool* pool_;
   const cpu::Kernels* k_;
   bool precise_;
-  const cpu::Int8Kernels* k8_;  // int8 GEMMs (weights quantized at load), else nullptr
+  const cpu::Int8Kernels* k8_;
+  bool lm_head_precise_;  // int8 GEMMs (weights quantized at load), else nullptr
   // Step scratch, grown on demand and reused: x/xn [T, hidden], q/attn [T, q_dim], k/v [T, kv_dim],
   // gate/up [T, intermediate], act (prepared GEMM input), per-worker attention scores.
   AlignedVec<float> x_, xn_, q_, k_new_, v_new_, attn_, gate_, up_, tmp_;

@@ -37,7 +37,7 @@ export const DEFAULT_MAX_NUM_SEQS = 256;
 export type PlanOptions = Partial<
   Pick<
     NativeLoadOptions,
-    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'quantization' | 'lmHeadInt8' | 'gpuMemoryUtilization'
+    | 'threads' | 'blockSize' | 'kvBlocks' | 'isa' | 'precise' | 'quantization' | 'lmHeadInt8' | 'lmHeadPrecise' | 'gpuMemoryUtilization'
     | 'enforceEager' | 'captureGraphs' | 'maxModelLen' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'kvCacheDtype'
   >
 > & {
@@ -116,6 +116,7 @@ export function planEngine(input: PlanInput): EnginePlan {
       precise: o.precise ?? true,
       quantization: o.quantization ?? 'none',
       lmHeadInt8: o.lmHeadInt8 ?? true,
+      lmHeadPrecise: o.lmHeadPrecise ?? o.precise ?? true,
       device,
       cudaLibrary: input.cudaLibrary,
       gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION,

@@ -58,17 +58,20 @@ export function planCheckpoint(checkpoint: Checkpoint, opts: LoadOptions = {}, r
  * The GEMM kernels a CPU load will run, as the addon picks them (cpu/kernels.cc, cpu/qgemm.cc):
  * the layers', the LM head's and the attention's, for the start-up log.
  */
-export function kernelNames(load: Pick<NativeLoadOptions, 'device' | 'isa' | 'quantization' | 'lmHeadInt8' | 'precise'>, cpu: CpuInfo): string {
+export function kernelNames(load: Pick<NativeLoadOptions, 'device' | 'isa' | 'quantization' | 'lmHeadInt8' | 'precise' | 'lmHeadPrecise'>, cpu: CpuInfo): string {
   if (load.device === 'cuda') return 'cuda';
   const isa = load.isa ?? '';
   const bf16 = isa === 'amx' ? 'amx-bf16' : isa === 'avx512' ? 'avx512bf16' : isa === 'avx2' ? 'avx2' : cpu.best;
   const attention = bf16 === 'amx-bf16' ? 'avx512bf16' : bf16;
   const planes = load.precise === false ? '1 plane' : '2 planes';
+  // The LM head's planes, named only where --lm-head-planes sets them apart from the layers'.
+  const headPlanes = load.lmHeadPrecise === undefined || load.lmHeadPrecise === (load.precise !== false) ? '' : load.lmHeadPrecise ? '2 planes' : '1 plane';
   // Decode steps of up to 4 rows on the AVX-512 model of the tile arithmetic, where it gives the tiles' bits.
   const small = bf16 === 'amx-bf16' && cpu.amxBf16SmallRows.startsWith('avx512') ? `; up to 4 rows ${cpu.amxBf16SmallRows}` : '';
-  if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}${small}), attention ${attention}`;
+  if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}${small}),${headPlanes ? ` lm_head ${headPlanes},` : ''} attention ${attention}`;
   const i8 = isa === 'amx' ? 'amx-int8' : isa === 'avx512' ? 'avx512vnni' : isa === 'avx2' ? (cpu.avxvnni ? 'avxvnni' : 'avx2') : cpu.bestInt8;
-  const head = load.lmHeadInt8 === false ? `${bf16} (bf16)` : i8;
+  const notes = [load.lmHeadInt8 === false ? 'bf16' : '', headPlanes].filter(Boolean).join(', ');
+  const head = `${load.lmHeadInt8 === false ? bf16 : i8}${notes ? ` (${notes})` : ''}`;
   return `gemm ${i8} (int8 weights, ${planes}), lm_head ${head}, attention ${attention}`;
 }
 

@@ -24,4 +24,11 @@ describe('kernelNames', () => {
     expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadInt8: false, isa: 'avx2' }, zen5)).toBe('gemm avxvnni (int8 weights, 2 planes), lm_head avx2 (bf16), attention avx2');
     expect(kernelNames({ device: 'cuda', quantization: 'none' }, zen5)).toBe('cuda');
   });
+
+  it("names the LM head's planes where --lm-head-planes sets them apart from the layers'", () => {
+    expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadPrecise: false }, zen5)).toBe('gemm avx512vnni (int8 weights, 2 planes), lm_head avx512vnni (1 plane), attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadPrecise: true }, zen5)).toBe('gemm avx512vnni (int8 weights, 2 planes), lm_head avx512vnni, attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadInt8: false, precise: false, lmHeadPrecise: true }, zen5)).toBe('gemm avx512vnni (int8 weights, 1 plane), lm_head avx512bf16 (bf16, 2 planes), attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', lmHeadPrecise: false }, zen5)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), lm_head 1 plane, attention avx512bf16');
+  });
 });

@@ -127,6 +127,7 @@ describe('planEngine: the load options', () => {
         precise: true,
         quantization: 'none',
         lmHeadInt8: true,
+        lmHeadPrecise: true,
         device: 'cpu',
         cudaLibrary: '/lib/libernie_cuda.so',
         gpuMemoryUtilization: 0.9,
