@@ -260,7 +260,7 @@ const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeMessage<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes?: number): Uint8Array {
   const parts = payloadParts(type, body);
-  return encodeFrame(MsgType[type], parts.length === 1 ? parts[0]! : concat(parts), maxFrameBytes);
+  return encodeFrame(MsgType[type], parts.length === 1 ? parts[0]! : concatBytes(parts), maxFrameBytes);
 }
 
 /** The message as the buffers to write in order (framing.ts's encodeFrameParts: large payloads are not copied). */
@@ -277,7 +277,8 @@ function payloadParts<T extends MsgTypeName>(type: T, body: MessageBody<T>): Uin
   return [utf8Encoder.encode(JSON.stringify(body))];
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The parts, back to back, in one array (the tests assemble frames with it too). */
+export function concatBytes(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
