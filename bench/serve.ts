@@ -42,8 +42,12 @@ const PAIRS = Number(process.env.BENCH_PAIRS ?? 200);
 const WARMUP_PAIRS = 4;
 const COLD_STARTS = 3;
 const NEW_TOKENS = 2;
-/** Throughput runs each way (BENCH_ROUNDS): one 64-request run moved by more than the 5% target between runs. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/**
+ * Throughput runs each way (BENCH_ROUNDS): one 64-request run moved by more than the 5% target between
+ * runs. Even, so that each side runs first as often as second (the second run of a round was the slower
+ * one in an idle-host run of 3 rounds: a drift that an odd count charges to one side).
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 
 /** Pair i's chat request, and the same prompt as the token ids the sidecar will make of it. */
 function chatPair(bundle: TokenizerBundle, i: number): { call: StreamCall; direct: BenchRequest } {
