@@ -1,8 +1,9 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
-// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone, then int8 with one activation plane
-// (--dtype bfloat16), int8 with one on the LM head only (--lm-head-planes 1), that with a bf16 KV
+// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone (int8's default planes: two in the layers,
+// one on the LM head), then int8 with one activation plane (--dtype bfloat16), int8 with two on the
+// LM head too (--lm-head-planes 2), int8's default with a bf16 KV
 // cache (--kv-cache-dtype bfloat16), and precise bf16 with the bf16 KV cache. `--paths 1,2,0` runs only
 // those (indices, in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
@@ -62,8 +63,8 @@ const paths: Path[] = [
   ...(cpu.amx ? [{ name: 'int8, amx-int8 at every M', isa: 'amx', quantization: 'int8', precise: true } as Path] : []),
   // --dtype bfloat16 with int8 weights: one activation plane (last, so the indices above keep their meaning).
   { name: 'int8 1 plane, best', isa: '', quantization: 'int8', precise: false },
-  // --lm-head-planes 1: two planes in the layers, one on the LM head.
-  { name: 'int8, LM head 1 plane', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false },
+  // --lm-head-planes 2: two planes on the LM head too (int8's default gives it one).
+  { name: 'int8, LM head 2 planes', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: true },
   // The same with --kv-cache-dtype bfloat16 (the precise paths above keep the fp32 cache).
   { name: 'int8, LM head 1 plane, bf16 KV cache', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false, kvCacheDtype: 'bfloat16' },
   // The precise bf16 path on the same bf16 KV cache: the like-for-like baseline of the row above.

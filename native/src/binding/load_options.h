@@ -22,7 +22,8 @@ struct LoadOptions {
   std::string quantization = "none";  // or "int8": weights quantized at load (CPU only)
   bool lm_head_int8 = true;           // with int8: the LM head too (else it stays bf16)
   bool precise = true;
-  // CPU: the LM head GEMM's activation planes: -1 follows precise, 0 one plane, 1 two (--lm-head-planes).
+  // CPU: the LM head GEMM's activation planes: -1 auto (one for an int8 LM head, else as precise), 0 one
+  // plane, 1 two (--lm-head-planes).
   int lm_head_precise = -1;
   // "cpu" or "cuda" (the TS loader resolves "auto"); the cuda_* fields only apply to "cuda".
   std::string device = "cpu";

@@ -85,7 +85,10 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);
   m->host_kernels = k;
-  const bool head_precise = opts.lm_head_precise < 0 ? opts.precise : opts.lm_head_precise == 1;
+  // auto (-1): an int8 LM head takes one activation plane (w8a8's usual form; its error stays far below
+  // llama.cpp Q8_0's, bench/README "LM head planes"), any other follows the layers. Mirrored by the
+  // TS loader's resolveLmHeadPrecise() (src/sidecar/engine/plan.ts).
+  const bool head_precise = opts.lm_head_precise < 0 ? opts.precise && !quant.lm_head_int8 : opts.lm_head_precise == 1;
   m->runner = std::make_unique<ModelRunner>(opts.config, w.take(), std::move(kv), m->pool.get(), k, opts.precise, k8,
                                             head_precise);
   return m;

@@ -33,6 +33,18 @@ const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 /** Sequences per engine step (vLLM's default): --max-num-seqs. */
 export const DEFAULT_MAX_NUM_SEQS = 256;
 
+/**
+ * Whether the LM head's GEMM input takes two activation planes. --lm-head-planes auto (undefined):
+ * one for an int8 LM head (w8a8's usual form, still far closer to the reference than llama.cpp
+ * Q8_0: bench/README, "LM head planes"), else as the layers (--dtype). The addon resolves its own
+ * default the same way (native/src/binding/model_wrap.cc).
+ */
+export function resolveLmHeadPrecise(load: Pick<NativeLoadOptions, 'quantization' | 'lmHeadInt8' | 'precise' | 'lmHeadPrecise'>): boolean {
+  if (load.lmHeadPrecise !== undefined) return load.lmHeadPrecise;
+  const int8Head = load.quantization === 'int8' && load.lmHeadInt8 !== false;
+  return load.precise !== false && !int8Head;
+}
+
 /** What a caller may ask for; every field has a default. */
 export type PlanOptions = Partial<
   Pick<
@@ -116,7 +128,7 @@ export function planEngine(input: PlanInput): EnginePlan {
       precise: o.precise ?? true,
       quantization: o.quantization ?? 'none',
       lmHeadInt8: o.lmHeadInt8 ?? true,
-      lmHeadPrecise: o.lmHeadPrecise ?? o.precise ?? true,
+      lmHeadPrecise: resolveLmHeadPrecise(o),
       device,
       cudaLibrary: input.cudaLibrary,
       gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION,

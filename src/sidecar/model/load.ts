@@ -2,7 +2,7 @@
 // then maps the weights and sizes the paged KV cache (native, off the event loop). Sizing is the
 // engine plan's (../engine/plan.ts); this file resolves the device and samples the free memory
 // (./memory.ts: MemAvailable and the cgroup limit).
-import { planEngine, type EnginePlan, type PlanOptions } from '../engine/plan.js';
+import { planEngine, resolveLmHeadPrecise, type EnginePlan, type PlanOptions } from '../engine/plan.js';
 import { native, type CpuInfo, type NativeLoadOptions, type NativeModel } from '../native.js';
 import { readCheckpoint, type Checkpoint } from './checkpoint.js';
 import { defaultCudaLibrary, resolveDevice, type DeviceChoice } from './device.js';
@@ -64,8 +64,9 @@ export function kernelNames(load: Pick<NativeLoadOptions, 'device' | 'isa' | 'qu
   const bf16 = isa === 'amx' ? 'amx-bf16' : isa === 'avx512' ? 'avx512bf16' : isa === 'avx2' ? 'avx2' : cpu.best;
   const attention = bf16 === 'amx-bf16' ? 'avx512bf16' : bf16;
   const planes = load.precise === false ? '1 plane' : '2 planes';
-  // The LM head's planes, named only where --lm-head-planes sets them apart from the layers'.
-  const headPlanes = load.lmHeadPrecise === undefined || load.lmHeadPrecise === (load.precise !== false) ? '' : load.lmHeadPrecise ? '2 planes' : '1 plane';
+  // The LM head's planes, named only where they differ from the layers'.
+  const head2 = resolveLmHeadPrecise(load);
+  const headPlanes = head2 === (load.precise !== false) ? '' : head2 ? '2 planes' : '1 plane';
   // Decode steps of up to 4 rows on the AVX-512 model of the tile arithmetic, where it gives the tiles' bits.
   const small = bf16 === 'amx-bf16' && cpu.amxBf16SmallRows.startsWith('avx512') ? `; up to 4 rows ${cpu.amxBf16SmallRows}` : '';
   if (load.quantization !== 'int8') return `gemm ${bf16} (bf16 weights, ${planes}${small}),${headPlanes ? ` lm_head ${headPlanes},` : ''} attention ${attention}`;

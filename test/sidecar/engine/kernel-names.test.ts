@@ -20,7 +20,7 @@ describe('kernelNames', () => {
   });
 
   it('names the int8 GEMMs and the LM head, bf16 when asked', () => {
-    expect(kernelNames({ device: 'cpu', quantization: 'int8' }, xeon)).toBe('gemm amx-int8/avx512vnni (int8 weights, 2 planes), lm_head amx-int8/avx512vnni, attention avx512bf16');
+    expect(kernelNames({ device: 'cpu', quantization: 'int8' }, xeon)).toBe('gemm amx-int8/avx512vnni (int8 weights, 2 planes), lm_head amx-int8/avx512vnni (1 plane), attention avx512bf16');
     expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadInt8: false, isa: 'avx2' }, zen5)).toBe('gemm avxvnni (int8 weights, 2 planes), lm_head avx2 (bf16), attention avx2');
     expect(kernelNames({ device: 'cuda', quantization: 'none' }, zen5)).toBe('cuda');
   });
