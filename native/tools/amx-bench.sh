@@ -36,10 +36,12 @@ objs=()
     fi
     i=$((i + 1))
   done
-  # AMX_BENCH_PARAMS: the parameter variants (name:flags, space-separated; "" for none).
+  # AMX_BENCH_PARAMS: the parameter variants (name:flags, space-separated, a variant's flags joined by
+  # commas; "" for none).
   for v in ${AMX_BENCH_PARAMS-"pf1:-DEE_AMX_PREFETCH=1" "pf2:-DEE_AMX_PREFETCH=2" "small:-DEE_AMX_SMALL_ROWS=1000000"}; do
     ns="amx_${v%%:*}"
-    g++ "${flags[@]}" -Isrc "${v#*:}" -Damx="$ns" -c src/cpu/amx.cc -o "$tmp/$ns.o"
+    IFS=, read -r -a vflags <<< "${v#*:}"
+    g++ "${flags[@]}" -Isrc "${vflags[@]}" -Damx="$ns" -c src/cpu/amx.cc -o "$tmp/$ns.o"
     objs+=("$tmp/$ns.o")
     echo "EE_DECL($ns)"
     list+=" EE_NEW($ns, \"this tree ${v#*:}\")"
