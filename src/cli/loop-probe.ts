@@ -7,7 +7,10 @@
 // however long the host kept the thread waiting, and many short callbacks show as many short ones
 // (a tick runs in every loop iteration once due, so an interval holds at most INTERVAL_MS of wall
 // time plus one iteration's work). The run-queue wait of the same intervals is reported apart: it is
-// the host's (a runnable thread not given a core), not the server's.
+// the host's (a runnable thread not given a core), not the server's. The kernel brings a running
+// thread's counter up to date at each scheduler tick (4 ms at HZ 250) and at each switch, so a figure
+// is good to about one tick. A stretch can also be catch-up: work that queued while the host kept the
+// thread off a core (the engine's step results), done in one go once it is back.
 //
 // Off unless ERNIE_EDGE_LOOP_PROBE=1 (main.ts, every role; `serve`'s sidecar child inherits it). Then
 // each SIGUSR2 logs one line `loop probe` with the figures since the previous one (or since start) and
