@@ -7,7 +7,11 @@
 // - with PROFILE=DIR, V8 CPU profiles of every JS thread of the gateway and the sidecar (`--cpu-prof`)
 //   and their busy stretches that overlap the longest gap (./stalls.ts);
 // - host: the other processes' share of the cores during the row (this benchmark's own processes
-//   left out), since the gaps on a shared host are partly the host's.
+//   left out), since the gaps on a shared host are partly the host's;
+// - loops: each serving event loop's longest stretch of CPU work without yielding during the attack
+//   (the loop probe, src/cli/loop-probe.ts: what the e2e test asserts, load-independent), and the
+//   victim's tokens: the most one chunk carried, and whether every stream is a prefix of the greedy
+//   continuation.
 //
 //   node --import tsx bench/abuse/gap.ts [idle|burn|tokenize|chat|messages ...]   (default: all)
 //   PROFILE=/tmp/prof node --import tsx bench/abuse/gap.ts chat
@@ -24,7 +28,8 @@ import { fileURLToPath } from 'node:url';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { overlapping, readProfile, stalls } from './stalls.js';
 import { ThreadSampler } from './threads.js';
-import { drain, jsonBytes, postJson, victimGap } from './victim.js';
+import { drain, jsonBytes, postJson, VICTIM_PROMPT, victimGap } from './victim.js';
+import { LOOP_PROBE_ENV, type LoopProbeWindow } from '../../src/cli/loop-probe.js';
 import { listeningUrl, untilReady } from '../server-url.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -102,6 +107,32 @@ async function settle(pids: Record<'gateway' | 'sidecar', number>, baseline: Rec
   }
 }
 
+/** The `loop probe` lines of the children's stdout; take(pid) sends SIGUSR2 to pid and resolves with its next window. */
+function loopProbeLines(children: ChildProcess[]): { take: (pid: number) => Promise<LoopProbeWindow> } {
+  const waiting = new Map<number, (w: LoopProbeWindow) => void>();
+  for (const c of children) {
+    let buf = '';
+    c.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.includes('"loop probe"')) continue;
+        const l = JSON.parse(line) as { pid: number; loopProbe: LoopProbeWindow };
+        waiting.get(l.pid)?.(l.loopProbe);
+        waiting.delete(l.pid);
+      }
+    });
+  }
+  return {
+    take: (pid) =>
+      new Promise((resolve) => {
+        waiting.set(pid, resolve);
+        process.kill(pid, 'SIGUSR2');
+      }),
+  };
+}
+
 /** The sidecar's pid, from the supervisor's "sidecar ready" log line on the child's stdout. */
 function sidecarPid(child: ChildProcess): Promise<number> {
   let log = '';
@@ -123,7 +154,7 @@ async function main(): Promise<void> {
   await writeFormulaCheckpoint(dir, { ...config, vocab_size: 3072, max_position_embeddings: 2048 });
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(golden, 'tokenizer', 'hf', f), path.join(dir, f));
   const profile = process.env.PROFILE;
-  const env = { ...process.env, ERNIE_EDGE_CACHE: path.join(dir, 'cache') };
+  const env = { ...process.env, ERNIE_EDGE_CACHE: path.join(dir, 'cache'), [LOOP_PROBE_ENV]: '1' };
   const bin = path.resolve(here, '../../bin/ernie-edge.js');
   const engineFlags = ['--model', dir, '--served-model-name', MODEL, '--threads', '1', '--kv-cache-memory', '64MiB', '--max-num-seqs', '8', '--max-num-queued-reqs', '4'];
   // Profiled: the two halves as their own processes (`serve` starts its sidecar without node flags).
@@ -137,6 +168,7 @@ async function main(): Promise<void> {
   const children = commands.map((c) => spawn(process.execPath, c, { env, stdio: ['ignore', 'pipe', 'inherit'] }));
   const exited = Promise.all(children.map((c) => new Promise((r) => c.once('exit', r))));
   const child = children.at(-1)!;
+  const probeLines = loopProbeLines(children);
   const scPid = profile ? Promise.resolve(children[0]!.pid!) : sidecarPid(child);
   // A failed row must not leave the servers running.
   const stopAll = () => {
@@ -151,6 +183,12 @@ async function main(): Promise<void> {
   const pids = { gateway: child.pid!, sidecar: await scPid };
   // Warm-up: one victim stream through both halves, so the RSS baseline is the served state's.
   await victimGap(base, MODEL, () => new Promise((r) => setTimeout(r, 1000)));
+  const loops = async () => {
+    const [gateway, sidecar] = await Promise.all([probeLines.take(pids.gateway), probeLines.take(pids.sidecar)]);
+    return { gateway, sidecar };
+  };
+  const refRes = await postJson(base, '/v1/completions', { model: MODEL, prompt: VICTIM_PROMPT, max_tokens: 1900, temperature: 0, ignore_eos: true, return_token_ids: true });
+  const reference = ((await refRes.json()) as { choices: { token_ids: number[] }[] }).choices[0]!.token_ids;
   const procName = (pid: number) => (pid === pids.gateway ? 'gateway' : pid === pids.sidecar ? 'sidecar' : 'client');
   const rssBaseline = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
   const out: Record<string, unknown>[] = [];
@@ -159,7 +197,13 @@ async function main(): Promise<void> {
     // This process too: the victim's frames are timestamped on its event loop, beside the attack's uploads and downloads.
     const sampler = new ThreadSampler([pids.gateway, pids.sidecar, process.pid]).start();
     const others = othersShare([pids.gateway, pids.sidecar]);
-    const { gapMs, gapAtMs, gapWindow, chunks, result } = await victimGap(base, MODEL, () => ROWS[row]!(base));
+    // The probe's windows bracket the attack itself.
+    const { gapMs, gapAtMs, gapWindow, chunks, maxFrameTokens, streams, result: bracketed } = await victimGap(base, MODEL, async () => {
+      await loops();
+      const result = await ROWS[row]!(base);
+      return { result, loops: await loops() };
+    });
+    const { result } = bracketed;
     sampler.stop();
     const inGap = sampler.use(...gapWindow);
     const inRow = sampler.use(sampler.startedMs, sampler.stoppedMs);
@@ -171,6 +215,13 @@ async function main(): Promise<void> {
       chunks,
       seconds: +((performance.now() - t0) / 1000).toFixed(1),
       result,
+      loops: bracketed.loops,
+      victim: {
+        tokens: streams.reduce((a, x) => a + x.ids.length, 0),
+        streams: streams.length,
+        maxFrameTokens,
+        inOrder: streams.every((x) => x.ids.every((id, i) => id === reference[i]) && (x.finish === null || x.ids.length === reference.length)),
+      },
       othersShare: others(),
       loadavg: os.loadavg().map((x) => +x.toFixed(1)),
       rssMiB: { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar), baseline: rssBaseline },

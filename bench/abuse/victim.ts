@@ -3,9 +3,13 @@
 // e2e test (test/cli/abuse-engine.e2e.test.ts) and the profiling run (bench/abuse/gap.ts).
 import { sibling, startTsWorker } from '../../src/sidecar/server/ts-worker.js';
 import { monotonicMs } from './clock.js';
-import type { VictimReport, VictimStop, VictimWorkerData } from './victim-worker.js';
+import type { VictimReport, VictimStop, VictimStream, VictimWorkerData } from './victim-worker.js';
 
 export { monotonicMs };
+export type { VictimStream };
+
+/** The victim's prompt: greedy with ignore_eos, so every one of its streams is a prefix of one fixed continuation. */
+export const VICTIM_PROMPT = 'Once upon a time';
 
 export interface VictimGap<T> {
   /** The longest gap between two consecutive SSE frames of the victim while `during` ran. */
@@ -16,6 +20,10 @@ export interface VictimGap<T> {
   gapWindow: [number, number];
   /** Frames received while `during` ran. */
   chunks: number;
+  /** The most tokens one of those frames carried (a stream that fell behind gets its deltas merged). */
+  maxFrameTokens: number;
+  /** Every victim stream of the call (ids as received, finish reason or null when cut at the end). */
+  streams: VictimStream[];
   result: T;
 }
 
@@ -57,7 +65,7 @@ export async function drain(res: Response): Promise<{ bytes: number; head: strin
  * chunk comes after its request went through the same event loops), and the number of chunks in that window.
  */
 export async function victimGap<T>(base: string, model: string, during: () => Promise<T>, maxTokens = 1900): Promise<VictimGap<T>> {
-  const worker = startTsWorker(sibling(import.meta.url, 'victim-worker'), { base, model, maxTokens } satisfies VictimWorkerData);
+  const worker = startTsWorker(sibling(import.meta.url, 'victim-worker'), { base, model, prompt: VICTIM_PROMPT, maxTokens } satisfies VictimWorkerData);
   const reports: VictimReport[] = [];
   let wake: () => void = () => undefined;
   worker.on('message', (r: VictimReport) => {
@@ -81,7 +89,7 @@ export async function victimGap<T>(base: string, model: string, during: () => Pr
     worker.postMessage({ start, end } satisfies VictimStop);
     const r = await next();
     if (r.type !== 'gap') throw new Error(`the victim's stream failed: ${r.type === 'failed' ? r.message : r.type}`);
-    return { gapMs: r.gapMs, gapAtMs: r.gapAtMs, gapWindow: [start + r.gapAtMs - r.gapMs, start + r.gapAtMs], chunks: r.chunks, result };
+    return { gapMs: r.gapMs, gapAtMs: r.gapAtMs, gapWindow: [start + r.gapAtMs - r.gapMs, start + r.gapAtMs], chunks: r.chunks, maxFrameTokens: r.maxFrameTokens, streams: r.streams, result };
   } finally {
     await worker.terminate();
   }

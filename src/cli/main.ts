@@ -12,6 +12,7 @@ import { helpText } from './flags.js';
 import { runGatewayRole } from './gateway-role.js';
 import { runBenchServe } from './bench-serve/run.js';
 import { createLogger } from './logger.js';
+import { startLoopProbeFromEnv } from './loop-probe.js';
 import { runMonitor } from './monitor.js';
 import { runServe } from './serve.js';
 import { runSidecarRole } from './sidecar-role.js';
@@ -59,6 +60,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, deps
   }
   const logger = createLogger(cfg.role === 'serve' ? 'gateway' : cfg.role, cfg.logLevel);
   for (const note of cfg.notes) logger.info({}, note);
+  startLoopProbeFromEnv(env, logger); // tests and benchmarks only (./loop-probe.ts)
   try {
     if (cfg.role === 'sidecar') return await runSidecarRole(cfg, env, logger, deps.engineFactory ?? nativeEngineFactory);
     if (cfg.role === 'gateway') return await runGatewayRole(cfg, args, env, logger, deps.bin ?? BIN);

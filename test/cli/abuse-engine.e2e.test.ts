@@ -1,20 +1,24 @@
 // Abuse of the engine side (issue #26, rows "4 x /tokenize of a 4 MB prompt beside a stream", "4 MB chat
 // contents ending in 400", "4,096-message chats", "--max-num-seqs 8 with 8 prompts x n=16", "a small
 // request behind a big one", "burst of 200 against --max-num-queued-reqs 4"), against `ernie-edge serve`
-// on the real native engine with a tiny formula checkpoint. Each attack, then the numbers: the victim
-// stream's longest gap between chunks while the attack runs, the gateway's and the sidecar's RSS back
-// near their baseline afterwards, and the limits as the engine's own peak counters report them in
-// /metrics (kept at every step and submit, not sampled).
-import { readFileSync } from 'node:fs';
+// on the real native engine with a tiny formula checkpoint. Each attack, then the numbers: while the
+// attack runs, the longest stretch of CPU work each serving event loop did without yielding (the
+// loop probe, src/cli/loop-probe.ts) and the victim stream's tokens, all of them and in order, with its
+// longest wall-clock gap reported beside them; the gateway's and the sidecar's RSS back near their
+// baseline afterwards; and the limits as the engine's own peak counters report them in /metrics (kept
+// at every step and submit, not sampled).
+import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFormulaCheckpoint } from '../../src/sidecar/model/formula.js';
 import { GOLDEN } from '../engine/helpers.js';
-import { drain, jsonBytes, postJson, victimGap as victimGapOf } from '../../bench/abuse/victim.js';
-import { CliProcess, pollStatus, removeTempDirs, tempDir } from './process-helpers.js';
+import { drain, jsonBytes, postJson, VICTIM_PROMPT, victimGap as victimGapOf, type VictimGap } from '../../bench/abuse/victim.js';
+import { LOOP_PROBE_ENV, type LoopProbeWindow } from '../../src/cli/loop-probe.js';
+import { CliProcess, LOOP_STRETCH_MS, pollStatus, removeTempDirs, takeLoopWindow, tempDir } from './process-helpers.js';
 
 const MODEL = 'tiny';
+let dir: string;
 let proc: CliProcess;
 let base: string;
 let pids: { gateway: number; sidecar: number };
@@ -29,18 +33,23 @@ async function metric(name: string): Promise<number> {
 const post = (p: string, body: unknown, signal?: AbortSignal) => postJson(base, p, body, signal);
 const victimGap = <T>(during: () => Promise<T>) => victimGapOf(base, MODEL, during);
 
+/** `serve` on the tiny checkpoint with the e2e flags (and `extra`), the loop probe on; resolves once /ready. */
+async function startServe(extra: string[] = []): Promise<{ proc: CliProcess; base: string; pids: { gateway: number; sidecar: number } }> {
+  const p = new CliProcess(
+    ['serve', '--model', dir, '--served-model-name', MODEL, '--port', '0', '--threads', '1', '--kv-cache-memory', '64MiB', '--max-num-seqs', '8', '--max-num-queued-reqs', '4', ...extra],
+    { ERNIE_EDGE_CACHE: tempDir('ernie-cache-'), [LOOP_PROBE_ENV]: '1' },
+  );
+  const url = await p.baseURL();
+  await pollStatus(`${url}/ready`, 200, 60_000);
+  return { proc: p, base: url, pids: { gateway: p.child.pid!, sidecar: Number((await p.waitForLog((l) => l.msg === 'sidecar ready')).sidecarPid) } };
+}
+
 beforeAll(async () => {
-  const dir = tempDir('ernie-abuse-');
+  dir = tempDir('ernie-abuse-');
   const config = JSON.parse(await readFile(path.join(GOLDEN, 'tiny', 'config.json'), 'utf8'));
   await writeFormulaCheckpoint(dir, { ...config, vocab_size: 3072, max_position_embeddings: 2048 });
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(GOLDEN, 'tokenizer', 'hf', f), path.join(dir, f));
-  proc = new CliProcess(
-    ['serve', '--model', dir, '--served-model-name', MODEL, '--port', '0', '--threads', '1', '--kv-cache-memory', '64MiB', '--max-num-seqs', '8', '--max-num-queued-reqs', '4'],
-    { ERNIE_EDGE_CACHE: tempDir('ernie-cache-') },
-  );
-  base = await proc.baseURL();
-  await pollStatus(`${base}/ready`, 200, 60_000);
-  pids = { gateway: proc.child.pid!, sidecar: Number((await proc.waitForLog((l) => l.msg === 'sidecar ready')).sidecarPid) };
+  ({ proc, base, pids } = await startServe());
 }, 90_000);
 
 afterAll(async () => {
@@ -73,18 +82,23 @@ async function rssBackNear(baseline: Record<'gateway' | 'sidecar', number>): Pro
   }
 }
 
-describe('the sidecar event loop never stalls streams', () => {
+describe.runIf(existsSync('/proc/thread-self/schedstat'))('no serving event loop stalls streams', () => {
   // The victim's longest gap with no attack over `ms` (at most 2 minutes): this machine's own
   // scheduling noise (CI runners are shared). Taken right after each attack over as long as the attack
   // took, since the longest gap of a loaded host grows with the window. The first one, before any
   // attack, also warms both halves up for the RSS baseline.
   const idleGap = async (ms: number) => (await victimGap(() => new Promise((r) => setTimeout(r, Math.min(ms, 120_000))))).gapMs;
   let baseline: Record<'gateway' | 'sidecar', number>;
+  /** The victim's greedy continuation (what every victim stream must be a prefix of). */
+  let reference: number[];
   beforeAll(async () => {
     const gap = await idleGap(3000);
     baseline = { gateway: rssMiB(pids.gateway), sidecar: rssMiB(pids.sidecar) };
     console.log(`[abuse] victim's longest gap with no attack: ${gap.toFixed(1)} ms; RSS after warm-up: gateway ${baseline.gateway.toFixed(0)}, sidecar ${baseline.sidecar.toFixed(0)} MiB`);
-  }, 60_000);
+    const res = await post('/v1/completions', { model: MODEL, prompt: VICTIM_PROMPT, max_tokens: 1900, temperature: 0, ignore_eos: true, return_token_ids: true });
+    reference = ((await res.json()) as { choices: { token_ids: number[] }[] }).choices[0]!.token_ids;
+    expect(reference).toHaveLength(1900);
+  }, 120_000);
 
   /**
    * What keeps the victim's gaps short: no event loop on the stream's path makes a pass over a large
@@ -94,44 +108,71 @@ describe('the sidecar event loop never stalls streams', () => {
    * (REPLY_IDS, written from the ids' own memory) and the HTTP answer is written in slices. The attack's bodies are serialized before the
    * window, so this process, which timestamps the victim's frames, makes no pass over them either.
    */
-  // NOTE: issue #26's bound is 200 ms. It is reported, not asserted, and not because of the server alone:
-  // on a loaded 2-core host the victim with NO attack, over the same window, has had longest gaps past
-  // 200 ms (bench/results/abuse-gap.json: e2e_session16, e2e_session17), so an asserted bound would fail
-  // on the host's load, and a bound asserted only on a quiet host failed CI before. The bound is the
-  // benchmark's (bench/abuse/gap.ts, on an idle host). What is asserted here is that every row ends.
+  // NOTE: issue #26's target is a victim gap under 200 ms (wall clock). That is the benchmark's figure
+  // (bench/abuse/gap.ts, on an idle host): on a loaded 2-core host the victim with NO attack has had
+  // longest gaps past 200 ms, its threads runnable but not given a core (bench/results/abuse-gap.json:
+  // e2e_session16, e2e_session17). What the design guarantees, and what is asserted here, is the part
+  // no load can change: while each attack runs, neither serving event loop (the gateway's, the
+  // sidecar's) does more than LOOP_STRETCH_MS of CPU work without getting back to its loop, and the
+  // victim gets every token, in order (LOOP_STRETCH_MS: ./process-helpers.ts). The wall gap is reported beside them.
   const VICTIM_GAP_MS = 200;
-  const expectVictimPace = (row: string, gapMs: number, idle: number) => {
-    console.log(`[abuse] ${row}: victim's longest gap ${gapMs.toFixed(0)} ms (target ${VICTIM_GAP_MS}; the victim alone: ${idle.toFixed(0)} ms)`);
-    expect(Number.isFinite(gapMs)).toBe(true);
+  const loops = () => Promise.all([takeLoopWindow(proc, pids.gateway), takeLoopWindow(proc, pids.sidecar)]);
+  /** Runs `attack` beside the victim, with both loops' probe windows bracketing the attack. */
+  const underAttack = async <T>(attack: () => Promise<T>): Promise<VictimGap<T> & { loops: { gateway: LoopProbeWindow; sidecar: LoopProbeWindow }; seconds: number }> => {
+    const t0 = performance.now();
+    const v = await victimGap(async () => {
+      await loops();
+      const result = await attack();
+      const [gateway, sidecar] = await loops();
+      return { result, gateway, sidecar };
+    });
+    return { ...v, result: v.result.result, loops: { gateway: v.result.gateway, sidecar: v.result.sidecar }, seconds: (performance.now() - t0) / 1000 };
+  };
+  const expectServingYields = (row: string, run: Awaited<ReturnType<typeof underAttack>>, idle: number) => {
+    const { gateway: g, sidecar: s } = run.loops;
+    const tokens = run.streams.reduce((a, x) => a + x.ids.length, 0);
+    console.log(
+      `[abuse] ${row}: longest CPU stretch without yielding: gateway loop ${g.maxCpuMs} ms, sidecar loop ${s.maxCpuMs} ms (bound ${LOOP_STRETCH_MS}); ` +
+        `most run-queue wait in one turn: gateway ${g.maxWaitMs}, sidecar ${s.maxWaitMs} ms; victim: ${tokens} tokens over ${run.streams.length} streams, ` +
+        `at most ${run.maxFrameTokens} in one chunk, longest gap ${run.gapMs.toFixed(0)} ms (target ${VICTIM_GAP_MS} on an idle host; the victim alone: ${idle.toFixed(0)} ms)`,
+    );
+    console.log(`[abuse] ${row}: loop windows ${JSON.stringify(run.loops)}`);
+    for (const w of [g, s]) {
+      expect(w.turns).toBeGreaterThan(0);
+      expect(w.maxCpuMs).toBeLessThan(LOOP_STRETCH_MS);
+    }
+    expect(run.chunks).toBeGreaterThan(0);
+    // Every token, in order: each stream a prefix of the greedy continuation, all of it when it finished.
+    for (const st of run.streams) {
+      expect(st.ids).toEqual(reference.slice(0, st.ids.length));
+      if (st.finish !== null) expect([st.finish, st.ids.length]).toEqual(['length', reference.length]);
+    }
+    expect(run.streams.slice(0, -1).every((st) => st.finish === 'length')).toBe(true);
   };
 
-  it('4 concurrent /tokenize of a 4 MB prompt: all answered, the victim gap reported, both RSS back near baseline', async () => {
+  it('4 concurrent /tokenize of a 4 MB prompt: all answered; neither loop stalled; the victim got every token in order; both RSS back near baseline', async () => {
     const bigTokenize = jsonBytes({ model: MODEL, prompt: BIG });
-    const t0 = performance.now();
-    const { gapMs, chunks, result } = await victimGap(() =>
+    const run = await underAttack(() =>
       Promise.all(Array.from({ length: 4 }, async () => {
         const res = await post('/tokenize', bigTokenize);
         return { status: res.status, ...(await drain(res)) };
       })),
     );
-    const idle = await idleGap(performance.now() - t0);
-    console.log(`[abuse] 4 x /tokenize of ${(BIG.length / 1e6).toFixed(1)} M chars: victim's longest gap ${gapMs.toFixed(1)} ms over ${chunks} chunks (idle ${idle.toFixed(1)} ms)`);
-    for (const r of result) {
+    const idle = await idleGap(run.seconds * 1000);
+    for (const r of run.result) {
       expect(r.status).toBe(200);
       expect(r.head).toMatch(/"max_model_len":2048/);
       expect(Number(/"count":(\d+)/.exec(r.head)?.[1] ?? 0)).toBeGreaterThan(500_000);
     }
-    expect(chunks).toBeGreaterThan(0);
     const rss = await rssBackNear(baseline);
     console.log(`[abuse] RSS after the 4 MB /tokenize row: gateway ${rss.gateway.toFixed(0)}, sidecar ${rss.sidecar.toFixed(0)} MiB`);
-    expectVictimPace('4 x /tokenize of 4 MB', gapMs, idle);
+    expectServingYields(`4 x /tokenize of ${(BIG.length / 1e6).toFixed(1)} M chars`, run, idle);
   }, 600_000);
 
-  it('4 MB chat contents end in a 400 before any tokenizing, and 4,096-message chats are answered; the victim gap reported, both RSS back near baseline', async () => {
+  it('4 MB chat contents end in a 400 before any tokenizing, and 4,096-message chats are answered; neither loop stalled; the victim got every token in order; both RSS back near baseline', async () => {
     const big = jsonBytes({ model: MODEL, messages: [{ role: 'user', content: BIG }], max_tokens: 4 });
     const many = jsonBytes({ model: MODEL, messages: Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` })) });
-    const t0 = performance.now();
-    const { gapMs, result } = await victimGap(() =>
+    const run = await underAttack(() =>
       Promise.all([
         ...Array.from({ length: 2 }, async () => {
           const res = await post('/v1/chat/completions', big);
@@ -143,9 +184,8 @@ describe('the sidecar event loop never stalls streams', () => {
         }),
       ]),
     );
-    const idle = await idleGap(performance.now() - t0);
-    console.log(`[abuse] 2 x 4 MB chat + 2 x 4096-message /tokenize: victim's longest gap ${gapMs.toFixed(1)} ms (idle ${idle.toFixed(1)} ms)`);
-    const [a, b, c, d] = result as [{ status: number; body: { error: { message: string; param: string } } }, { status: number; body: { error: { message: string; param: string } } }, { status: number; body: { count: number } }, { status: number; body: { count: number } }];
+    const idle = await idleGap(run.seconds * 1000);
+    const [a, b, c, d] = run.result as [{ status: number; body: { error: { message: string; param: string } } }, { status: number; body: { error: { message: string; param: string } } }, { status: number; body: { count: number } }, { status: number; body: { count: number } }];
     for (const r of [a, b]) {
       expect(r.status).toBe(400);
       expect(r.body.error.param).toBe('messages');
@@ -157,8 +197,24 @@ describe('the sidecar event loop never stalls streams', () => {
     }
     const rss = await rssBackNear(baseline);
     console.log(`[abuse] RSS after the chat rows: gateway ${rss.gateway.toFixed(0)}, sidecar ${rss.sidecar.toFixed(0)} MiB`);
-    expectVictimPace('4 MB chats and 4,096-message chats', gapMs, idle);
+    expectServingYields('2 x 4 MB chats + 2 x 4,096-message chats', run, idle);
   }, 300_000);
+
+  it('the probe sees a stall: with --tokenizer-pool-size 0 the sidecar tokenizes a 4 MB prompt on its loop, a stretch far above the bound', async () => {
+    const inline = await startServe(['--tokenizer-pool-size', '0']);
+    try {
+      await takeLoopWindow(inline.proc, inline.pids.sidecar);
+      const res = await postJson(inline.base, '/tokenize', jsonBytes({ model: MODEL, prompt: BIG }));
+      expect(res.status).toBe(200);
+      await drain(res);
+      const w = await takeLoopWindow(inline.proc, inline.pids.sidecar);
+      console.log(`[abuse] inline tokenizing (the regression the bound guards): sidecar loop's longest CPU stretch ${w.maxCpuMs} ms ${JSON.stringify(w)}`);
+      expect(w.maxCpuMs).toBeGreaterThan(4 * LOOP_STRETCH_MS);
+    } finally {
+      inline.proc.kill('SIGTERM');
+      await inline.proc.exited;
+    }
+  }, 180_000);
 });
 
 describe('limits that hold (--max-num-seqs 8, --max-num-queued-reqs 4)', () => {

@@ -1,17 +1,20 @@
 // Connection abuse against a real `ernie-edge serve` (gateway + sidecar child, fake native engine):
 // the attacks of issue 26 as raw node:net sockets, then the numbers. The gateway is the `serve` process
-// itself; its RSS is read from /proc/PID/status. A victim stream runs through each attack and its
-// longest gap between SSE frames is measured. Waits are on socket events, log lines and frames.
-import { readFileSync } from 'node:fs';
+// itself; its RSS is read from /proc/PID/status. A victim stream runs through each attack; what is
+// asserted is the load-independent form of issue 26's 200 ms victim gap (the loop probe,
+// src/cli/loop-probe.ts: neither serving loop did a long stretch of CPU work without yielding), with the
+// victim's wall gap reported beside it. Waits are on socket events, log lines and frames.
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, pollStatus, sseFrames, tempDir } from './process-helpers.js';
+import { LOOP_PROBE_ENV } from '../../src/cli/loop-probe.js';
+import { cleanUpProcesses, CliProcess, FAKE_BIN, fakeEnv, LOOP_STRETCH_MS, pollStatus, sseFrames, takeLoopWindow, tempDir } from './process-helpers.js';
 
 const MODEL = 'ernie-edge-default';
 /** Engine step pace of the fake: the victim's frames come this far apart when nothing interferes. */
 const STEP_MS = 10;
-/** The bound on a victim's longest gap while an attack runs (baseline: about STEP_MS). */
-const MAX_GAP_MS = 200;
+/** Issue 26's target for a victim's longest gap: a wall-clock figure, reported here (a loaded host's own gaps pass it). */
+const VICTIM_GAP_MS = 200;
 /** What an attack may add to the gateway's RSS (before: 104 MB → 1.8 GB for the pipelined /metrics). */
 const MAX_RSS_GROWTH_MIB = 128; // before the fix the growth had no bound; Node 24 peaks higher than Node 20 here
 
@@ -19,7 +22,7 @@ const procs: CliProcess[] = [];
 afterEach(() => cleanUpProcesses(procs));
 
 async function serve(extra: string[] = []): Promise<{ p: CliProcess; base: string; port: number }> {
-  const p = new CliProcess(['serve', '--port', '0', ...extra], fakeEnv(tempDir('ernie-cache-'), STEP_MS), FAKE_BIN);
+  const p = new CliProcess(['serve', '--port', '0', ...extra], { ...fakeEnv(tempDir('ernie-cache-'), STEP_MS), [LOOP_PROBE_ENV]: '1' }, FAKE_BIN);
   procs.push(p);
   const base = await p.baseURL();
   await pollStatus(`${base}/ready`, 200);
@@ -73,31 +76,39 @@ function neverReads(port: number, payload: Buffer): { socket: net.Socket; writte
 
 describe('ernie-edge serve under connection abuse (fake engine)', () => {
   for (const route of ['/metrics', '/ready']) {
-    it(`100,000 pipelined GET ${route} on one connection that never reads: gateway RSS bounded, a victim stream unaffected`, async () => {
+    it.runIf(existsSync('/proc/thread-self/schedstat'))(`100,000 pipelined GET ${route} on one connection that never reads: gateway RSS bounded, neither serving loop stalled, a victim stream served`, async () => {
       const { p, base, port } = await serve();
       const pid = p.child.pid!;
+      const sidecarPid = Number((await p.waitForLog((l) => l.msg === 'sidecar ready')).sidecarPid);
       await victimStream(base, pid, 20); // warm: the victim's code paths are compiled
       for (let i = 0; i < 20; i++) await (await fetch(`${base}${route}`)).text();
       const baseline = rssMiB(pid);
-      // The same victim with no attack, on this host now: the bounds below are the larger of the issue's
-      // 200 ms and 4x what this host shows undisturbed (a loaded CI host's own gaps can pass 200 ms; the
-      // attack before the fix froze the victim for seconds, far beyond either).
+      // The same victim with no attack, on this host now: reported beside the gap under attack.
       const calm = await victimStream(base, pid, 150);
       const calmProbe = performance.now();
       expect((await fetch(`${base}/health`)).status).toBe(200);
       const calmProbeMs = performance.now() - calmProbe;
 
+      const loops = () => Promise.all([takeLoopWindow(p, pid), takeLoopWindow(p, sidecarPid)]);
+      await loops();
       const attack = neverReads(port, Buffer.from(`GET ${route} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(100_000)));
       await attack.written; // 3.8 MB in the kernel's buffers and the gateway's hands
       const victim = await victimStream(base, pid, 150);
       const probe = performance.now();
       expect((await fetch(`${base}/health`)).status).toBe(200);
       const probeMs = performance.now() - probe;
+      const [gateway, sidecar] = await loops();
       attack.socket.destroy();
 
+      console.log(
+        `[abuse-http] pipelined ${route}: longest CPU stretch without yielding: gateway loop ${gateway.maxCpuMs} ms, sidecar loop ${sidecar.maxCpuMs} ms (bound ${LOOP_STRETCH_MS}); ` +
+          `victim's longest gap ${victim.maxGapMs.toFixed(0)} ms (target ${VICTIM_GAP_MS} on an idle host; alone ${calm.maxGapMs.toFixed(0)}), /health ${probeMs.toFixed(0)} ms (alone ${calmProbeMs.toFixed(0)})`,
+      );
       expect(victim.frames).toBeGreaterThan(10);
-      expect(victim.maxGapMs).toBeLessThan(Math.max(MAX_GAP_MS, 4 * calm.maxGapMs));
-      expect(probeMs).toBeLessThan(Math.max(MAX_GAP_MS, 4 * calmProbeMs));
+      for (const w of [gateway, sidecar]) {
+        expect(w.turns).toBeGreaterThan(0);
+        expect(w.maxCpuMs).toBeLessThan(LOOP_STRETCH_MS);
+      }
       expect(victim.peakRssMiB - baseline).toBeLessThan(MAX_RSS_GROWTH_MIB);
     });
   }

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { LoopProbeWindow } from '../../src/cli/loop-probe.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/ernie-edge.js', import.meta.url));
 /** The CLI with the fake native engine injected (test/doubles/fake-bin.js); configure it with fakeEnv(). */
@@ -121,3 +122,25 @@ export const fakeEnv = (cache: string, stepMs = 0): NodeJS.ProcessEnv => ({
   FAKE_ENGINE_STEP_MS: String(stepMs),
   ERNIE_EDGE_CACHE: cache,
 });
+
+/**
+ * The bound on a serving event loop's longest stretch of CPU work without yielding while an attack runs
+ * (issue #26, the loop probe: src/cli/loop-probe.ts): half the issue's 200 ms victim gap (no single
+ * stretch spends the gap's budget by itself), about twice the longest stretch measured on the attacks,
+ * and far below the regressions it guards (a 4 MB prompt tokenized on the sidecar's loop: seconds).
+ * Figures and reasoning: bench/README.md, "What the test asserts".
+ */
+export const LOOP_STRETCH_MS = 100;
+
+/**
+ * Closes the current loop-probe window of process `pid` (`p` itself, or its sidecar child, both started
+ * with ERNIE_EDGE_LOOP_PROBE=1) and returns it: SIGUSR2, then that process's next `loop probe` log line.
+ */
+export async function takeLoopWindow(p: CliProcess, pid: number): Promise<LoopProbeWindow> {
+  const isProbe = (l: LogLine) => l.msg === 'loop probe' && l.pid === pid;
+  const seen = p.logs.filter(isProbe).length;
+  let k = 0;
+  process.kill(pid, 'SIGUSR2');
+  const line = await p.waitForLog((l) => isProbe(l) && ++k > seen);
+  return line.loopProbe as LoopProbeWindow;
+}

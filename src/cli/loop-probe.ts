@@ -1,0 +1,134 @@
+// A probe of this thread's event loop in CPU time, for tests and benchmarks (issue #26): how long the
+// loop ran JS or native work without getting back to its timers, whatever the host's load.
+//
+// A timer every INTERVAL_MS reads the thread's own /proc/thread-self/schedstat ("ns on a CPU, ns
+// runnable but waiting for one, timeslices"). The CPU time between two consecutive ticks is the work the
+// loop did in between: a callback that holds the loop for 300 ms of CPU shows as one 300 ms interval,
+// however long the host kept the thread waiting, and many short callbacks show as many short ones
+// (a tick runs in every loop iteration once due, so an interval holds at most INTERVAL_MS of wall
+// time plus one iteration's work). The run-queue wait of the same intervals is reported apart: it is
+// the host's (a runnable thread not given a core), not the server's. The kernel brings a running
+// thread's counter up to date at each scheduler tick (4 ms at HZ 250) and at each switch, so a figure
+// is good to about one tick. A stretch can also be catch-up: work that queued while the host kept the
+// thread off a core (the engine's step results), done in one go once it is back.
+//
+// Off unless ERNIE_EDGE_LOOP_PROBE=1 (main.ts, every role; `serve`'s sidecar child inherits it). Then
+// each SIGUSR2 logs one line `loop probe` with the figures since the previous one (or since start) and
+// starts a new window, so a test brackets an attack with two signals to each process.
+// Linux only (/proc/thread-self, 3.17+, with schedstats); elsewhere the line says why there are no figures.
+
+import { closeSync, openSync, readSync } from 'node:fs';
+import type { Logger } from '../protocol/logger.js';
+
+/** Tick period of the probe's timer (ms): an interval's CPU time overstates the longest single run by at most about this. */
+export const INTERVAL_MS = 2;
+
+/** A thread's scheduler counters, ns. */
+export interface Schedstat {
+  runNs: number;
+  waitNs: number;
+}
+
+/** The figures of one window (ms). */
+export interface LoopProbeWindow {
+  /** Wall time of the window. */
+  windowMs: number;
+  /** Ticks of the probe in the window (intervals measured). */
+  turns: number;
+  /** The most CPU time the thread spent between two consecutive ticks: its longest run of work without yielding to the loop's timers. */
+  maxCpuMs: number;
+  /** That interval's wall time (CPU + run-queue wait + time blocked, e.g. idle in epoll). */
+  maxCpuWallMs: number;
+  /** The most run-queue wait in one interval: how long the host kept the runnable thread off a core. */
+  maxWaitMs: number;
+  /** CPU time and run-queue wait over the whole window. */
+  cpuMs: number;
+  waitMs: number;
+}
+
+/** Reads the calling thread's schedstat, through a descriptor opened on this thread (it stays that thread's). Null where there is none. */
+export function threadSchedstat(): { read: () => Schedstat; close: () => void } | null {
+  let fd: number;
+  try {
+    fd = openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(96);
+  return {
+    // NOTE: a positioned read at 0 regenerates a /proc seq file: one syscall per sample, no open/close.
+    read: () => {
+      const text = buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, 0));
+      const sp = text.indexOf(' ');
+      return { runNs: Number(text.slice(0, sp)), waitNs: Number(text.slice(sp + 1, text.indexOf(' ', sp + 1))) };
+    },
+    close: () => closeSync(fd),
+  };
+}
+
+export class LoopProbe {
+  private timer: NodeJS.Timeout | null = null;
+  private last: Schedstat & { at: number };
+  private w!: LoopProbeWindow & { startedAt: number };
+
+  constructor(
+    private readonly stat: { read: () => Schedstat },
+    private readonly intervalMs = INTERVAL_MS,
+  ) {
+    this.last = { ...stat.read(), at: performance.now() };
+    this.reset();
+  }
+
+  /** Starts ticking (the timer does not keep the process alive). */
+  start(): this {
+    this.timer ??= setInterval(() => this.sample(), this.intervalMs).unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Closes the current interval and returns the window's figures; a new window starts. */
+  take(): LoopProbeWindow {
+    this.sample();
+    const { startedAt, ...w } = this.w;
+    this.reset();
+    const ms = (x: number) => +x.toFixed(2);
+    return { windowMs: ms(this.last.at - startedAt), turns: w.turns, maxCpuMs: ms(w.maxCpuMs), maxCpuWallMs: ms(w.maxCpuWallMs), maxWaitMs: ms(w.maxWaitMs), cpuMs: ms(w.cpuMs), waitMs: ms(w.waitMs) };
+  }
+
+  private reset(): void {
+    this.w = { startedAt: this.last.at, windowMs: 0, turns: 0, maxCpuMs: 0, maxCpuWallMs: 0, maxWaitMs: 0, cpuMs: 0, waitMs: 0 };
+  }
+
+  private sample(): void {
+    const now = { ...this.stat.read(), at: performance.now() };
+    const cpu = (now.runNs - this.last.runNs) / 1e6;
+    const wait = (now.waitNs - this.last.waitNs) / 1e6;
+    const w = this.w;
+    w.turns++;
+    w.cpuMs += cpu;
+    w.waitMs += wait;
+    if (cpu > w.maxCpuMs) [w.maxCpuMs, w.maxCpuWallMs] = [cpu, now.at - this.last.at];
+    if (wait > w.maxWaitMs) w.maxWaitMs = wait;
+    this.last = now;
+  }
+}
+
+/** The variable that turns the probe on. */
+export const LOOP_PROBE_ENV = 'ERNIE_EDGE_LOOP_PROBE';
+
+/** With ERNIE_EDGE_LOOP_PROBE=1: probes this (main) thread's loop and logs a window at each SIGUSR2. Returns the probe, or null when off. */
+export function startLoopProbeFromEnv(env: NodeJS.ProcessEnv, logger: Logger): LoopProbe | null {
+  if (env[LOOP_PROBE_ENV] !== '1') return null;
+  const stat = threadSchedstat();
+  const probe = stat ? new LoopProbe(stat).start() : null;
+  process.on('SIGUSR2', () => {
+    if (probe) logger.info({ loopProbe: probe.take() }, 'loop probe');
+    else logger.warn({ loopProbe: null }, 'loop probe: no figures (/proc/thread-self/schedstat cannot be read on this host)');
+  });
+  logger.info({ intervalMs: INTERVAL_MS, available: probe !== null }, `loop probe on (${LOOP_PROBE_ENV}): SIGUSR2 logs this thread's longest CPU stretch between event-loop turns`);
+  return probe;
+}
