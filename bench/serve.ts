@@ -14,7 +14,8 @@
 // the engine's windows, HTTP and in-process. `--against DIR` (an A/B of two versions of the serving
 // path in one run, on a shared host): a second server from the checkout DIR (built, with its
 // node_modules) gets each prompt too, the order rotating over the three; it prints both servers'
-// figures and their paired difference, skips 1 and 4 and writes nothing.
+// figures and their paired difference, skips 1 and 4 and writes nothing. `--out FILE`: the JSON goes
+// there instead of bench/results/serve.json; with `--ttft-only` too, the JSON of 2 and 3 alone.
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,6 +66,10 @@ const against = againstAt > 0 ? path.resolve(process.argv[againstAt + 1] ?? '') 
 const profAt = process.argv.indexOf('--cpu-prof');
 const profDir = profAt > 0 ? path.resolve(process.argv[profAt + 1] ?? '') : null;
 const perfCycles = process.argv.includes('--perf');
+const outAt = process.argv.indexOf('--out');
+const outFile = outAt > 0 ? path.resolve(process.argv[outAt + 1] ?? '') : path.join(here, 'results', 'serve.json');
+/** The host as this process sees it: the cores it may run on (taskset, cgroups), the Node it runs. */
+const hostInfo = () => ({ cpuModel: os.cpus()[0]?.model ?? '', cpus: os.cpus().length, availableParallelism: os.availableParallelism(), node: process.version, loadAverage: os.loadavg() });
 const f1 = (x: number) => x.toFixed(1);
 
 async function main(): Promise<void> {
@@ -167,24 +172,31 @@ async function main(): Promise<void> {
   }
   if (profDir) await printProfiles(profDir, serverPids, tuples.http, marks);
   if (samples) printCycles(samples, roles, tuples, marks);
-  if (!throughput) return;
+  if (!throughput) {
+    if (ttftOnly && outAt > 0 && !against) {
+      await writeFile(outFile, JSON.stringify({ date: new Date().toISOString(), command: 'npm run bench:serve -- --ttft-only', host: hostInfo(), ttft, stages, targets: { ttftOverheadMs: 5 } }, null, 2) + '\n');
+      console.log(`wrote ${outFile}`);
+    }
+    return;
+  }
   const row = (r: RunResult) =>
     `  ${r.label.padEnd(16)} ${f1(r.outputTokS).padStart(7)} tok/s  TTFT p50/p99 ${r.ttftMs.p50.toFixed(0)}/${r.ttftMs.p99.toFixed(0)} ms  ITL p50/p99 ${f1(r.itlMs.p50)}/${f1(r.itlMs.p99)} ms`;
   console.log(`\n${REQUESTS} requests (prompts 32-512, 64-256 new tokens), ${CONCURRENCY} streams, ${ROUNDS} rounds each way`);
   for (const r of throughput.rounds) console.log(`${row(r.engine)}\n${row(r.http)}\n    round: ${(100 * r.lost).toFixed(1)}% lost`);
   console.log(`  pooled: engine ${f1(throughput.engineTokS)} tok/s, HTTP ${f1(throughput.httpTokS)} tok/s`);
   console.log(`  serving layers cost ${(100 * throughput.lost).toFixed(1)}% of throughput (rounds ${throughput.rounds.map((r) => (100 * r.lost).toFixed(1)).join(' / ')}%; target <= 5%)`);
-  await mkdir(path.join(here, 'results'), { recursive: true });
+  await mkdir(path.dirname(outFile), { recursive: true });
   const result = {
     date: new Date().toISOString(),
     command: 'npm run bench:serve',
+    host: hostInfo(),
     coldStart: { starts: cold, inProcessEngineFirstMs: engineFirstMs },
     ttft,
     stages,
     throughput: { concurrency: CONCURRENCY, requests: REQUESTS, ...throughput },
     targets: { throughputLost: 0.05, ttftOverheadMs: 5 },
   };
-  await writeFile(path.join(here, 'results', 'serve.json'), JSON.stringify(result, null, 2) + '\n');
+  await writeFile(outFile, JSON.stringify(result, null, 2) + '\n');
 }
 
 /**

@@ -5,6 +5,8 @@
 // both against this tree's fake engine. `serve` runs this same file again for its sidecar child, which
 // inherits SERVE_PATH_SRC. SERVE_PATH_PROFILE=DIR: a CPU profile of each process (gateway, sidecar)
 // written there at exit, as `node --cpu-prof` would (which NODE_OPTIONS may not carry).
+// SERVE_PATH_DIST=1: that checkout's compiled CLI (dist/src/cli/main.js, `npm run build`), as the
+// container images run it, instead of its sources through tsx.
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import path from 'node:path';
@@ -14,7 +16,8 @@ import { register } from 'tsx/esm/api';
 register();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = process.env.SERVE_PATH_SRC ?? path.resolve(here, '../..');
-const { main } = await import(pathToFileURL(path.join(root, 'src/cli/main.ts')).href);
+const entry = process.env.SERVE_PATH_DIST === '1' ? 'dist/src/cli/main.js' : 'src/cli/main.ts';
+const { main } = await import(pathToFileURL(path.join(root, entry)).href);
 const { fakeNativeEngineFactory } = await import('../../test/doubles/fake-native-engine-factory.ts');
 const profileDir = process.env.SERVE_PATH_PROFILE;
 const session = profileDir ? new Session() : null;

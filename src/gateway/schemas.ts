@@ -166,11 +166,15 @@ export const isTokenIdList = (v: unknown): v is number[] => {
 const tokenIds = z.custom<number[]>(isTokenIdList, { message: 'expected a non-empty list of token ids (integers in [0, 2^31))' }).describe('list of integer ≥ 0');
 export const completionRequestSchema = z.object({
   ...common,
+  // NOTE: the token-id forms before the list of strings: a union tries its options in order and takes
+  // the first that passes, and a list of strings tried on a token-id prompt failed each id as its own
+  // issue (hundreds of issue objects) on the way to the first token, several times the cost of the
+  // rest of the body's validation. The id lists fail a list of strings at its first element.
   prompt: z.union([
     z.string(),
-    z.array(z.string()).min(1).max(MAX_PROMPTS),
     tokenIds,
     z.array(tokenIds).min(1).max(MAX_PROMPTS),
+    z.array(z.string()).min(1).max(MAX_PROMPTS),
   ]),
   // 0 only with echo (the prompt and its logprobs: what evaluation harnesses score), as vLLM.
   max_tokens: opt(int(0, MAX_TOKEN_ID)),

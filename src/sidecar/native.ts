@@ -234,6 +234,7 @@ export async function createNativeEngine(load: NativeLoadOptions, engine: Omit<N
     abort: (id) => e.abort(id),
     pause: (id, paused) => e.pause(id, paused),
     stats: () => e.stats(),
+    waitingCount: () => e.waitingCount(),
     close: async () => {
       await e.close();
       grammars.clear();

@@ -135,6 +135,10 @@ export class FakeNativeEngine implements NativeEngine {
   /** How many pause(id, true) calls reached a live request (test bookkeeping). */
   pauses = 0;
 
+  waitingCount(): number {
+    return this.waiting.length;
+  }
+
   stats(): EngineStatsNative {
     let used = 0;
     for (const q of [...this.running.values(), ...this.toFree]) used += this.blocksUsed(q);

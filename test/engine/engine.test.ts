@@ -142,6 +142,18 @@ describe('engine: scheduling', () => {
     e.engine.abort(12345);
   });
 
+  it('waitingCount() is stats().waiting: the queue behind a full batch, then none', async () => {
+    const e = await engine({ maxNumSeqs: 1 }, { kvBlocks: 64 });
+    const seen: [number, number][] = [];
+    e.onOutput = (o) => {
+      if (o.id === 1 && seen.length === 0) seen.push([e.engine.waitingCount(), e.engine.stats().waiting]);
+    };
+    // The first request's 200 tokens keep the three behind it queued while both counts are read.
+    await e.run([1, 2, 3, 4].map((id) => ({ id, prompt: randomTokens(16, id), maxTokens: id === 1 ? 200 : 4 })));
+    expect(seen).toEqual([[3, 3]]); // one running (--max-num-seqs 1), three queued
+    expect([e.engine.waitingCount(), e.engine.stats().waiting]).toEqual([0, 0]);
+  });
+
   it('refuses up front what can never fit, with a clear reason', async () => {
     const e = await engine({ maxModelLen: 256 }, { kvBlocks: 8 });
     expect(e.engine.submit(request({ id: 1, prompt: randomTokens(250, 1), maxTokens: 10 }))).toMatch(/needs 260 tokens .* more than max_model_len 256/);

@@ -164,6 +164,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return info.Env().Undefined();
   }
 
+  Napi::Value Waiting(const Napi::CallbackInfo& info) {
+    if (!h_) throw Napi::Error::New(info.Env(), "engine is closed");
+    return Napi::Number::New(info.Env(), h_->engine->waiting());
+  }
+
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     if (!h_) throw Napi::Error::New(info.Env(), "engine is closed");
     EngineStats s = h_->engine->stats();
@@ -342,6 +347,7 @@ Napi::Function InitNativeEngine(Napi::Env env) {
       {EngineWrap::InstanceMethod("submit", &EngineWrap::Submit),
        EngineWrap::InstanceMethod("abort", &EngineWrap::Abort), EngineWrap::InstanceMethod("pause", &EngineWrap::Pause),
        EngineWrap::InstanceMethod("stats", &EngineWrap::Stats),
+       EngineWrap::InstanceMethod("waitingCount", &EngineWrap::Waiting),
        EngineWrap::InstanceMethod("close", &EngineWrap::Close)});
   addon_data(env).engine_ctor = Napi::Persistent(f);
   return f;

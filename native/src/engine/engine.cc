@@ -104,6 +104,11 @@ EngineStats Engine::stats() {
   return s;
 }
 
+int Engine::waiting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_waiting();
+}
+
 void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.running = int(sched_.running().size());

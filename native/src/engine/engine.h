@@ -108,6 +108,8 @@ class Engine {
   // or finished ids are ignored.
   void pause(uint32_t id, bool paused);
   EngineStats stats();
+  // stats().waiting alone: what the sidecar checks against its queue limit on every submit.
+  int waiting();
   void stop();
 
  private:

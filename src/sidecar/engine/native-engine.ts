@@ -142,6 +142,11 @@ export interface NativeEngine {
    */
   pause(id: number, paused: boolean): void;
   stats(): EngineStatsNative;
+  /**
+   * stats().waiting alone (requests queued and not yet scheduled), without building the stats object:
+   * the sidecar checks it against its queue limit on every request's way to the engine.
+   */
+  waitingCount(): number;
   /** Stops the step loop: running requests end with Finish.Abort. */
   close(): Promise<void>;
 }

@@ -312,7 +312,9 @@ export class EngineHost implements EngineClient, PushBackend {
     const { bundle, model } = this.opts;
     this.opts.tracer?.mark(req.id, 'sc.tokenized');
     const maxTokens = completionBudget(req.prompt, ids.length, req.sampling.maxTokens, model.maxModelLen);
-    if (this.engine.stats().waiting >= this.opts.maxNumQueuedReqs) {
+    // NOTE: the count alone, not stats(): that builds the whole stats object (histogram included) across
+    // the native boundary, on every request's way to its first token.
+    if (this.engine.waitingCount() >= this.opts.maxNumQueuedReqs) {
       throw new EngineError('QUEUE_FULL', `${this.opts.maxNumQueuedReqs} requests are already waiting; retry later`);
     }
     const num = this.allocateNum();

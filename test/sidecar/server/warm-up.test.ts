@@ -43,6 +43,7 @@ function gatedFactory(opts: { failAll?: boolean } = {}) {
         abort: (id) => e.abort(id),
         pause: (id, paused) => e.pause(id, paused),
         stats: () => e.stats(),
+        waitingCount: () => e.waitingCount(),
         close: () => e.close(),
       };
       return gated;
