@@ -225,7 +225,15 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
   return !stopping;
 }
 
-void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out) {
+bool Engine::ends_on(const Sequence& s, int32_t token) const {
+  const RequestSpec& r = *s.req;
+  const int outputs = s.num_output() + 1;
+  const auto& stops = r.stop_token_ids;
+  if (outputs > r.min_tokens && std::find(stops.begin(), stops.end(), token) != stops.end()) return true;
+  return outputs >= r.max_tokens || s.num_tokens() + 1 >= cfg_.max_model_len;
+}
+
+void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out, bool posted) {
   out.push_back({});
   StepOutput& o = out.back();
   o.id = r.spec->id;
@@ -254,8 +262,9 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
     finish_seq(r, s, Finish::Length, out, &o);
   // A constrained choice that goes on: its token to the grammar worker now (rung once per step, in
   // step()), not through the step callback, so its next mask is computed while this thread finishes
-  // the step and runs the next forward pass.
-  if (r.spec->grammar && s.finish == Finish::None) {
+  // the step and runs the next forward pass. Most were posted before the outputs were built (step()).
+  ENGINE_ASSERT(!posted || s.finish == Finish::None);  // ends_on agreed
+  if (r.spec->grammar && s.finish == Finish::None && !posted) {
     r.spec->post_token(s.index, so.token, s.num_output());
     grammar_posted_ = true;
   }
@@ -436,6 +445,23 @@ void Engine::step(std::vector<StepOutput>& out) {
                                            scratch_[size_t(worker)], masks[size_t(i)].row);
     });
   }
+  // Constrained choices that go on hand their token to the grammar workers here and the bell rings
+  // before this step's outputs are built (hundreds of them): the next masks are computed meanwhile.
+  // A choice 0 about to fork posts in append, after its forks (fork_choices).
+  std::vector<char> posted(so.seqs.size(), 0);
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const Sequence& s = *so.seqs[i].seq;
+    const RequestSpec& r = *s.req;
+    if (row_of[i] < 0 || !r.grammar || r.max_tokens == 0 || unmasked(i)) continue;
+    if ((s.index == 0 && !s.forked && r.n > 1) || ends_on(s, samples[i].token)) continue;
+    r.post_token(s.index, samples[i].token, s.num_output() + 1);
+    posted[i] = 1;
+    grammar_posted_ = true;
+  }
+  if (grammar_posted_) {
+    grammar_posted_ = false;
+    grammar_bell::ring();
+  }
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     Sequence& s = *so.seqs[i].seq;
     Request& r = requests_[s.req->id];
@@ -460,7 +486,7 @@ void Engine::step(std::vector<StepOutput>& out) {
     }
     // Fork before the parent's token is appended: the parent may finish (and free its blocks) on it.
     if (s.index == 0 && !s.forked && r.spec->n > 1) fork_choices(r, s, logits.data() + size_t(row_of[i]) * V, out);
-    append(r, s, samples[i], out);
+    append(r, s, samples[i], out, posted[i] != 0);
     if (plp) out.back().prompt = std::move(*plp);
   }
   if (grammar_posted_) {

@@ -132,7 +132,11 @@ class Engine {
   void step(std::vector<StepOutput>& out);
   void finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutput>& out, StepOutput* o);
   void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
-  void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
+  // posted: the token went to the grammar worker already (step(), before the outputs are built).
+  void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out, bool posted = false);
+  // Whether s ends on `token`, not yet appended: a stop id past min_tokens, max_tokens or the model's
+  // length (what append decides).
+  bool ends_on(const Sequence& s, int32_t token) const;
   void publish_stats(double step_ms, int tokens, int seqs);
   static RequestTiming timing_of(const Request& r);
   // An output with no token for choice `index` (prompt logprobs alone, or a finish).
