@@ -156,8 +156,12 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
       }
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(RR), cudaMemcpyHostToDevice, m.st));
-    if (mask_rows > 0)
-      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice, m.st));
+    if (mask_rows > 0) {  // beside the forward, if it still runs (mask_d's last reader synchronised with the last step)
+      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice,
+                         m.st_masks));
+      CK(cudaEventRecord(m.masks_up, m.st_masks));
+      CK(cudaStreamWaitEvent(m.st, m.masks_up, 0));
+    }
     if (m.prof.ops) m.prof.begin(m.st);
     eec::sample(m.ylog, RR, m.V, m.planes, m.sample_d, m.mask_d, m.argmax_d, m.st);
     if (m.prof.ops) m.prof.end(m.st, "logits." + m.shape);
