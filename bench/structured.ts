@@ -109,8 +109,11 @@ hostStep.handleStep = (outputs) => {
 };
 
 // --dump FILE: every constrained request's token ids by seed (the first constrained run), to compare
-// two builds' outputs (the same seeds must give the same tokens).
+// two builds' outputs (the same seeds must give the same tokens); the second constrained run's go to
+// FILE with `-2` before its extension: the same build, seeds and process, so where those two differ
+// the tokens depend on the run's timing (batch shapes), not on the build.
 const dumpFile = flag('dump', '');
+const dumpFiles = dumpFile === '' ? [] : [dumpFile, dumpFile.replace(/(\.json)?$/, '-2$1')];
 const dumped = new Map<number, number[]>();
 let dumping = false;
 
@@ -134,11 +137,16 @@ async function one(constraint: Constraint | undefined, seed: number, tokens: num
 }
 const engineSteps = async () => (await host.stats()).iterationTokens?.count ?? 0;
 // The step thread's time waiting for masks that were not there yet (native stats; absent before it was counted).
-const engineStats = (host as unknown as { engine: { stats(): { maskWaitMs?: number } } }).engine;
+type MaskTimes = { maskWaitMs?: number; maskSteps?: number; maskWaitFromRingMs?: number; maskDoneFromRingMs?: number };
+const engineStats = (host as unknown as { engine: { stats(): MaskTimes } }).engine;
 const maskWaitMs = () => engineStats.stats().maskWaitMs ?? NaN;
+const maskTimes = () => {
+  const s = engineStats.stats();
+  return { steps: s.maskSteps ?? NaN, waitFromRing: s.maskWaitFromRingMs ?? NaN, doneFromRing: s.maskDoneFromRingMs ?? NaN };
+};
 async function run(constrained: boolean) {
   const constraint: Constraint | undefined = constrained ? { kind: 'json_schema', schema: JSON.stringify(LONG_SCHEMA), param: 'schema' } : undefined;
-  const [steps0, m0, w0] = [await engineSteps(), pool.maskStats(), maskWaitMs()];
+  const [steps0, m0, w0, r0] = [await engineSteps(), pool.maskStats(), maskWaitMs(), maskTimes()];
   const [elu0, cb0] = [perfHooks.eventLoopUtilization(), stepCallbackMs];
   const t0 = performance.now();
   const counts = await Promise.all(Array.from({ length: streams }, (_, i) => one(constraint, i + 1, maxTokens)));
@@ -149,6 +157,8 @@ async function run(constrained: boolean) {
   const steps = (await engineSteps()) - steps0;
   const m1 = pool.maskStats();
   const waited = maskWaitMs() - w0;
+  const r1 = maskTimes();
+  const maskSteps = r1.steps - r0.steps;
   const masks = constrained
     ? {
         rows: m1.rows - m0.rows,
@@ -160,6 +170,10 @@ async function run(constrained: boolean) {
         hopMsPerBatch: (m1.hopMs - m0.hopMs) / Math.max(1, m1.batches - m0.batches),
         // the engine's step thread, waiting for rows not yet published when it came to sample
         engineWaitMsPerStep: waited / steps,
+        // from the bell's ring (the previous step's tokens handed over) to the step thread starting to
+        // wait for this step's rows (its forward queued) and to the last row there, per step that waited
+        waitFromRingMs: (r1.waitFromRing - r0.waitFromRing) / maskSteps,
+        lastRowFromRingMs: (r1.doneFromRing - r0.doneFromRing) / maskSteps,
       }
     : undefined;
   const mainThread = { utilization: elu.utilization, stepCallbackMsPerStep: cbMs / steps };
@@ -172,12 +186,14 @@ for (const constrained of device === 'cuda' ? [false, true].filter((c) => order.
 }
 const runs: ({ constrained: boolean } & Awaited<ReturnType<typeof run>>)[] = [];
 for (const constrained of order) {
-  dumping = constrained && dumpFile !== '' && dumped.size === 0;
+  const dumpTo = constrained ? dumpFiles.shift() : undefined;
+  dumping = dumpTo !== undefined;
+  dumped.clear();
   const r = { constrained, ...(await run(constrained)) };
-  if (dumping) await writeFile(dumpFile, JSON.stringify(Object.fromEntries(dumped)) + '\n');
+  if (dumpTo !== undefined) await writeFile(dumpTo, JSON.stringify(Object.fromEntries(dumped)) + '\n');
   dumping = false;
   runs.push(r);
-  const m = r.masks ? `; masks per step ${r.masks.cpuMsPerStep.toFixed(2)} ms CPU, busiest worker ${r.masks.busiestWorkerMsPerStep.toFixed(2)} ms, ${r.masks.usPerRow.toFixed(0)} us/row, hop ${r.masks.hopMsPerBatch.toFixed(2)} ms, engine waited ${r.masks.engineWaitMsPerStep.toFixed(2)} ms/step` : '';
+  const m = r.masks ? `; masks per step ${r.masks.cpuMsPerStep.toFixed(2)} ms CPU, busiest worker ${r.masks.busiestWorkerMsPerStep.toFixed(2)} ms, ${r.masks.usPerRow.toFixed(0)} us/row, hop ${r.masks.hopMsPerBatch.toFixed(2)} ms, engine waited ${r.masks.engineWaitMsPerStep.toFixed(2)} ms/step; from the ring: forward queued ${r.masks.waitFromRingMs.toFixed(2)} ms, last row ${r.masks.lastRowFromRingMs.toFixed(2)} ms` : '';
   const mt = `; main thread ${(100 * r.mainThread.utilization).toFixed(0)}% busy, step callback ${r.mainThread.stepCallbackMsPerStep.toFixed(2)} ms/step`;
   console.log(`[structured] ${constrained ? 'constrained  ' : 'unconstrained'} ${r.tokens} tokens in ${r.seconds.toFixed(2)} s: ${r.outputTokS.toFixed(0)} tok/s, ${r.steps} steps of ${r.msPerStep.toFixed(2)} ms${m}${mt}`);
 }

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define EE_CUDA_ABI_VERSION 6
+#define EE_CUDA_ABI_VERSION 7
 
 typedef struct EeCudaModel EeCudaModel;
 
@@ -78,23 +78,25 @@ void ee_cuda_destroy(EeCudaModel* m);
 int ee_cuda_info(EeCudaModel* m, EeCudaInfo* out);
 /* Sampling on the GPU, per logits row: temperature <= 0 is greedy; top_k 0 = off; top_p 1 and min_p
  * 0 = off; u is the row's uniform draw in [0, 1) (the caller's random stream); the first n_ban ids of
- * ban can be neither picked nor drawn (min_tokens: the stop ids); mask, when non-null, is the row's
- * grammar mask in host memory, ceil(vocab / 32) words (bit t % 32 of word t / 32 set: token t
- * allowed): a disallowed token can be neither picked nor drawn. A step's masks are uploaded in one copy. */
+ * ban can be neither picked nor drawn (min_tokens: the stop ids); masked: the row has a grammar mask,
+ * ceil(vocab / 32) words (bit t % 32 of word t / 32 set: token t allowed), which the fill wrote into
+ * the library's upload buffer: a disallowed token can be neither picked nor drawn. */
 #define EE_CUDA_MAX_BANS 8
 typedef struct {
   float temperature, top_p, min_p, u;
   int top_k;
   int n_ban; /* 0..EE_CUDA_MAX_BANS */
   int32_t ban[EE_CUDA_MAX_BANS];
-  const uint32_t* mask;
+  int masked;
 } EeCudaSample;
 
-/* Fills a step's sampling entries, rows of them (zeroed: greedy, no mask), in logits-row order. Called
- * on the thread running ee_cuda_forward once the step's forward pass is queued on the GPU and before
- * its sampling, so that the caller waits for what sampling needs (grammar masks) while the GPU runs
- * the forward; the masks it points to are read before ee_cuda_forward returns. */
-typedef void (*EeCudaSampleFill)(void* ctx, EeCudaSample* sample, int rows);
+/* Fills a step's sampling entries, rows of them (zeroed: greedy, no mask), in logits-row order, and
+ * writes each masked row's mask to masks + row * mask_words (pinned host memory, uploaded in one copy
+ * after the call). Called on the thread running ee_cuda_forward once the step's forward pass is queued
+ * on the GPU and before its sampling, so that the caller waits for what sampling needs (grammar masks)
+ * while the GPU runs the forward, and can copy each mask in as it becomes available: the copy overlaps
+ * the wait for the others instead of following the last one. */
+typedef void (*EeCudaSampleFill)(void* ctx, EeCudaSample* sample, int rows, uint32_t* masks, int mask_words);
 
 /* Runs one step. Exactly one of logits / argmax is non-null: logits receives rows * vocab floats
  * (the rows that asked, in slice order); argmax receives one token id per such row, computed on the

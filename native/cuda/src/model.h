@@ -84,6 +84,10 @@ struct EeCudaModel {
   EeCudaModelDesc d{};
   int H = 0, I = 0, V = 0, L = 0, QD = 0, KVD = 0, QKVW = 0, bs = 0, num_blocks = 0;
   cudaStream_t st = nullptr;
+  // A sampled step's grammar masks go up on their own stream (the forward may still be running on st
+  // when the last row arrives); st's sampling waits for masks_up.
+  cudaStream_t st_masks = nullptr;
+  cudaEvent_t masks_up = nullptr;
   cublasHandle_t blas = nullptr;
   void* blas_ws = nullptr;
   std::vector<void*> owned;  // device allocations freed on destroy

@@ -61,6 +61,8 @@ void create_model(EeCudaModel& m, const EeCudaModelDesc& d) {
         std::to_string(d.hidden) + ", " + std::to_string(d.intermediate) + ")");
   CK(cudaSetDevice(d.device));
   CK(cudaStreamCreateWithFlags(&m.st, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&m.st_masks, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&m.masks_up, cudaEventDisableTiming));
   CK(eec::attention_prepare(d.heads, d.kv_heads, d.head_dim, m.kv_bf16, m.planes));
   CK(eec::attention_prefill_prepare(d.head_dim, m.kv_bf16, m.planes));
   CB(cublasCreate(&m.blas));
@@ -154,6 +156,8 @@ void destroy_model(EeCudaModel* m) {
   if (m->pairs) cudaFree(m->pairs);
   for (void* p : m->owned) cudaFree(p);
   if (m->blas) cublasDestroy(m->blas);
+  if (m->masks_up) cudaEventDestroy(m->masks_up);
+  if (m->st_masks) cudaStreamDestroy(m->st_masks);
   if (m->st) cudaStreamDestroy(m->st);
 }
 

@@ -135,8 +135,8 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
   if (fill && R > 0) {  // RR >= R rows sampled; padded graph rows sample greedily (their ids are never read)
     std::vector<EeCudaSample>& sampling = m.sample_fill;
     sampling.assign(size_t(R), EeCudaSample{});
-    fill(fill_ctx, sampling.data(), R);
     const size_t W = size_t(m.mask_words());
+    fill(fill_ctx, sampling.data(), R, m.mask_h, int(W));
     int mask_rows = 0;  // rows [0, mask_rows) are uploaded: up to the last masked one
     for (int i = 0; i < RR; ++i) {
       eec::SampleParams& p = m.sample_h[i];
@@ -149,16 +149,19 @@ void forward(EeCudaModel& m, const EeCudaSlice* s, int n, float* logits, int32_t
         p.top_k = sampling[size_t(i)].top_k;
         p.n_ban = std::min(std::max(sampling[size_t(i)].n_ban, 0), EE_CUDA_MAX_BANS);
         for (int b = 0; b < p.n_ban; ++b) p.ban[b] = sampling[size_t(i)].ban[b];
-        if (sampling[size_t(i)].mask) {
+        if (sampling[size_t(i)].masked) {
           p.masked = 1;
-          std::memcpy(m.mask_h + size_t(i) * W, sampling[size_t(i)].mask, sizeof(uint32_t) * W);
           mask_rows = i + 1;
         }
       }
     }
     CK(cudaMemcpyAsync(m.sample_d, m.sample_h, sizeof(eec::SampleParams) * size_t(RR), cudaMemcpyHostToDevice, m.st));
-    if (mask_rows > 0)
-      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice, m.st));
+    if (mask_rows > 0) {  // beside the forward, if it still runs (mask_d's last reader synchronised with the last step)
+      CK(cudaMemcpyAsync(m.mask_d, m.mask_h, sizeof(uint32_t) * W * size_t(mask_rows), cudaMemcpyHostToDevice,
+                         m.st_masks));
+      CK(cudaEventRecord(m.masks_up, m.st_masks));
+      CK(cudaStreamWaitEvent(m.st, m.masks_up, 0));
+    }
     if (m.prof.ops) m.prof.begin(m.st);
     eec::sample(m.ylog, RR, m.V, m.planes, m.sample_d, m.mask_d, m.argmax_d, m.st);
     if (m.prof.ops) m.prof.end(m.st, "logits." + m.shape);

@@ -189,6 +189,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("steps", double(s.steps));
     o.Set("stepTimeMs", s.step_ms);
     o.Set("maskWaitMs", s.mask_wait_ms);
+    o.Set("maskSteps", double(s.mask_steps));
+    o.Set("maskWaitFromRingMs", s.mask_wait_from_ring_ms);
+    o.Set("maskDoneFromRingMs", s.mask_done_from_ring_ms);
     o.Set("lastStepTokens", s.last_step_tokens);
     o.Set("lastStepSeqs", s.last_step_seqs);
     // vllm:iteration_tokens_total: bounds and cumulative counts (Prometheus buckets), sum.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 
 #include "common/assert.h"
 #include "engine/grammar_bell.h"
@@ -127,6 +129,9 @@ void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   stats_.generation_tokens = generation_tokens_;
   stats_.steps = steps_;
   stats_.mask_wait_ms = double(mask_wait_ns_) / 1e6;
+  stats_.mask_steps = mask_steps_;
+  stats_.mask_wait_from_ring_ms = mask_wait_from_ring_ms_;
+  stats_.mask_done_from_ring_ms = mask_done_from_ring_ms_;
   if (seqs > 0) {
     size_t b = 0;
     while (b < kIterationTokenBounds.size() && tokens > kIterationTokenBounds[b]) ++b;
@@ -225,7 +230,15 @@ bool Engine::drain_inbox(std::vector<StepOutput>& out) {
   return !stopping;
 }
 
-void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out) {
+bool Engine::ends_on(const Sequence& s, int32_t token) const {
+  const RequestSpec& r = *s.req;
+  const int outputs = s.num_output() + 1;
+  const auto& stops = r.stop_token_ids;
+  if (outputs > r.min_tokens && std::find(stops.begin(), stops.end(), token) != stops.end()) return true;
+  return outputs >= r.max_tokens || s.num_tokens() + 1 >= cfg_.max_model_len;
+}
+
+void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out, bool posted) {
   out.push_back({});
   StepOutput& o = out.back();
   o.id = r.spec->id;
@@ -254,8 +267,9 @@ void Engine::append(Request& r, Sequence& s, const SampleOut& so, std::vector<St
     finish_seq(r, s, Finish::Length, out, &o);
   // A constrained choice that goes on: its token to the grammar worker now (rung once per step, in
   // step()), not through the step callback, so its next mask is computed while this thread finishes
-  // the step and runs the next forward pass.
-  if (r.spec->grammar && s.finish == Finish::None) {
+  // the step and runs the next forward pass. Most were posted before the outputs were built (step()).
+  ENGINE_ASSERT(!posted || s.finish == Finish::None);  // ends_on agreed
+  if (r.spec->grammar && s.finish == Finish::None && !posted) {
     r.spec->post_token(s.index, so.token, s.num_output());
     grammar_posted_ = true;
   }
@@ -282,13 +296,14 @@ void Engine::fork_choices(Request& r, Sequence& parent, const float* logits, std
     ++r.unfinished;
     Sequence& cref = *c;
     r.seqs.push_back(std::move(c));
-    const uint32_t* mask = nullptr;
-    const MaskWait w = await_mask(cref, mask);
-    if (w == MaskWait::kAborted || w == MaskWait::kFailed) {
-      end_unmasked(r, cref, w, out);
+    std::vector<MaskSlot> slot(1);
+    slot[0].seq = &cref;
+    await_masks(slot);
+    if (slot[0].wait == MaskWait::kAborted || slot[0].wait == MaskWait::kFailed) {
+      end_unmasked(r, cref, slot[0].wait, out);
       continue;
     }
-    SampleOut so = sampler_.sample(logits, cref, scratch_[0], mask);
+    SampleOut so = sampler_.sample(logits, cref, scratch_[0], slot[0].row);
     append(r, cref, so, out);
   }
 }
@@ -351,18 +366,31 @@ void Engine::step(std::vector<StepOutput>& out) {
   std::vector<int32_t> argmax;
   // Grammar masks: waited for after the forward pass is queued (device path: in the runner's fill
   // call, before the sampling kernel; host path: after the forward), so their computation overlaps it.
-  std::vector<const uint32_t*> masks(so.seqs.size(), nullptr);
-  std::vector<MaskWait> mask_waits(so.seqs.size(), MaskWait::kNone);
-  auto await_masks = [&] {
+  std::vector<MaskSlot> masks(so.seqs.size());
+  // copy_to(i): where row i's mask goes (null: read in place); the rows come in publication order.
+  auto await_step_masks = [&](const std::function<uint32_t*(size_t)>& copy_to) {
+    bool any = false;
     for (size_t i = 0; i < so.seqs.size(); ++i)
-      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0) mask_waits[i] = await_mask(*so.seqs[i].seq, masks[i]);
+      if (row_of[i] >= 0 && so.seqs[i].seq->req->max_tokens > 0 && so.seqs[i].seq->req->grammar) {
+        masks[i].seq = so.seqs[i].seq;
+        masks[i].copy_to = copy_to ? copy_to(i) : nullptr;
+        any = true;
+      }
+    const double from_ring = any ? grammar_bell::ms_since_ring() : -1;
+    await_masks(masks);
+    if (from_ring >= 0) {
+      ++mask_steps_;
+      mask_wait_from_ring_ms_ += from_ring;
+      mask_done_from_ring_ms_ += grammar_bell::ms_since_ring();
+    }
   };
-  auto unmasked = [&](size_t i) { return mask_waits[i] == MaskWait::kAborted || mask_waits[i] == MaskWait::kFailed; };
+  auto unmasked = [&](size_t i) { return masks[i].wait == MaskWait::kAborted || masks[i].wait == MaskWait::kFailed; };
   Status st = runner_->copy_blocks(copies);
   if (st.is_ok() && !greedy_only && device_only) {
-    const auto fill = [&](std::vector<DeviceSampling>& params) {
+    const auto fill = [&](std::vector<DeviceSampling>& params, uint32_t* mask_rows, int mask_words) {
       ENGINE_ASSERT(params.size() == size_t(rows));
-      await_masks();
+      ENGINE_ASSERT(mask_words == (runner_->config().vocab_size + 31) / 32);
+      await_step_masks([&](size_t i) { return mask_rows + size_t(row_of[i]) * size_t(mask_words); });
       for (size_t i = 0; i < so.seqs.size(); ++i) {
         if (row_of[i] < 0) continue;
         Sequence& s = *so.seqs[i].seq;
@@ -376,12 +404,13 @@ void Engine::step(std::vector<StepOutput>& out) {
         // One uniform per sampled token, from the sequence's stream, as the host sampler draws it
         // (greedy draws none there either).
         p.u = r.temperature > 0.0f ? float(s.rng.uniform()) : 0.0f;
+        const uint32_t* mask = masks[i].row;  // the copy in mask_rows
         if (r.bans_stops(s.num_output()) &&
-            (!masks[i] || Sampler::allows_non_stop(masks[i], runner_->config().vocab_size, r.stop_token_ids))) {
+            (!mask || Sampler::allows_non_stop(mask, runner_->config().vocab_size, r.stop_token_ids))) {
           p.n_ban = int(r.stop_token_ids.size());  // <= kMaxBans: device_samplable
           std::copy(r.stop_token_ids.begin(), r.stop_token_ids.end(), p.ban);
         }
-        p.mask = masks[i];  // null for a row whose wait ended it (aborted, failed): its token is dropped
+        p.masked = mask != nullptr;  // not for a row whose wait ended it (aborted, failed): its token is dropped
       }
     };
     st = runner_->forward_sample(slices, fill, argmax);
@@ -414,12 +443,29 @@ void Engine::step(std::vector<StepOutput>& out) {
     for (size_t i = 0; i < so.seqs.size(); ++i)
       if (row_of[i] >= 0) samples[i].token = argmax[size_t(row_of[i])];
   } else {
-    await_masks();
+    await_step_masks(nullptr);
     pool_->run(int(so.seqs.size()), [&](int i, int worker) {
       if (row_of[size_t(i)] < 0 || so.seqs[size_t(i)].seq->req->max_tokens == 0 || unmasked(size_t(i))) return;
       samples[size_t(i)] = sampler_.sample(logits.data() + size_t(row_of[size_t(i)]) * V, *so.seqs[size_t(i)].seq,
-                                           scratch_[size_t(worker)], masks[size_t(i)]);
+                                           scratch_[size_t(worker)], masks[size_t(i)].row);
     });
+  }
+  // Constrained choices that go on hand their token to the grammar workers here and the bell rings
+  // before this step's outputs are built (hundreds of them): the next masks are computed meanwhile.
+  // A choice 0 about to fork posts in append, after its forks (fork_choices).
+  std::vector<char> posted(so.seqs.size(), 0);
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const Sequence& s = *so.seqs[i].seq;
+    const RequestSpec& r = *s.req;
+    if (row_of[i] < 0 || !r.grammar || r.max_tokens == 0 || unmasked(i)) continue;
+    if ((s.index == 0 && !s.forked && r.n > 1) || ends_on(s, samples[i].token)) continue;
+    r.post_token(s.index, samples[i].token, s.num_output() + 1);
+    posted[i] = 1;
+    grammar_posted_ = true;
+  }
+  if (grammar_posted_) {
+    grammar_posted_ = false;
+    grammar_bell::ring();
   }
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     Sequence& s = *so.seqs[i].seq;
@@ -440,12 +486,12 @@ void Engine::step(std::vector<StepOutput>& out) {
       continue;
     }
     if (unmasked(i)) {  // aborted while its mask was awaited, or its grammar failed: no token
-      end_unmasked(r, s, mask_waits[i], out);
+      end_unmasked(r, s, masks[i].wait, out);
       continue;
     }
     // Fork before the parent's token is appended: the parent may finish (and free its blocks) on it.
     if (s.index == 0 && !s.forked && r.spec->n > 1) fork_choices(r, s, logits.data() + size_t(row_of[i]) * V, out);
-    append(r, s, samples[i], out);
+    append(r, s, samples[i], out, posted[i] != 0);
     if (plp) out.back().prompt = std::move(*plp);
   }
   if (grammar_posted_) {
@@ -469,18 +515,22 @@ bool Engine::abort_pending(uint32_t id) {
   return stop_ || std::find(aborts_.begin(), aborts_.end(), id) != aborts_.end();
 }
 
-Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
-  const RequestSpec& r = *s.req;
-  row = nullptr;
-  if (!r.grammar) return MaskWait::kNone;
-  const int32_t* ready = r.mask_ready(s.index);
-  const int32_t want = int32_t(s.num_output());
+void Engine::await_masks(std::vector<MaskSlot>& slots) {
+  std::vector<size_t> pending;  // slots whose row is not there yet
+  for (size_t k = 0; k < slots.size(); ++k) {
+    MaskSlot& m = slots[k];
+    m.row = nullptr;
+    m.wait = MaskWait::kNone;
+    if (m.seq && m.seq->req->grammar) pending.push_back(k);
+  }
+  if (pending.empty()) return;
   // NOTE: the worker publishes a row with a release store to ready (Atomics.store); this acquire
-  // load orders the row's words before their use. Spin a little (the row is usually there: it was
-  // computed during the forward pass), then sleep in short waits that an abort or stop cuts short.
-  // The waits are short because a step's sampling waits on its last row: each wait's overshoot is
-  // that step's loss (a worker cannot wake this thread: Atomics.notify reaches only JS waiters).
-  // The time the step thread waited (the row was not there at once) goes to stats (maskWaitMs).
+  // load orders the row's words before their use. Spin a little (the rows are usually there: they
+  // were computed during the forward pass), then sleep in short waits that an abort or stop cuts
+  // short. The waits are short because a step's sampling waits on its last row: each wait's
+  // overshoot is that step's loss (a worker cannot wake this thread: Atomics.notify reaches only JS
+  // waiters). The time the step thread waited (a row was not there at once) goes to stats
+  // (maskWaitMs), the copies of the rows that came meanwhile included.
   struct Waited {
     Clock::time_point t0;
     bool waited = false;
@@ -489,25 +539,48 @@ Engine::MaskWait Engine::await_mask(const Sequence& s, const uint32_t*& row) {
       if (waited) sum += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
     }
   } waited{{}, false, mask_wait_ns_};
-  for (int spin = 0;; ++spin) {
-    const int32_t v = __atomic_load_n(ready, __ATOMIC_ACQUIRE);
-    if (v == want) {
-      row = r.mask_row(s.index);
-      return MaskWait::kReady;
+  for (int round = 0;; ++round) {
+    size_t keep = 0;
+    for (const size_t k : pending) {
+      MaskSlot& m = slots[k];
+      const RequestSpec& r = *m.seq->req;
+      const int32_t v = __atomic_load_n(r.mask_ready(m.seq->index), __ATOMIC_ACQUIRE);
+      if (v == int32_t(m.seq->num_output())) {
+        m.row = r.mask_row(m.seq->index);
+        if (m.copy_to) {  // mask_words: the vocabulary's (checked at submit), as the runner's rows
+          std::memcpy(m.copy_to, m.row, sizeof(uint32_t) * size_t(r.mask_words));
+          m.row = m.copy_to;
+        }
+        m.wait = MaskWait::kReady;
+      } else if (v == RequestSpec::kMaskFailed) {
+        m.wait = MaskWait::kFailed;
+      } else {
+        pending[keep++] = k;
+      }
     }
-    if (v == RequestSpec::kMaskFailed) return MaskWait::kFailed;
+    pending.resize(keep);
+    if (pending.empty()) return;
     if (!waited.waited) {
       waited.waited = true;
       waited.t0 = Clock::now();
     }
-    if (spin < 256) {
+    if (round < 256) {
       std::this_thread::yield();
       continue;
     }
     std::unique_lock<std::mutex> lock(mu_);
-    if (abort_pending(r.id)) return MaskWait::kAborted;
+    const auto end_aborted = [&] {
+      size_t left = 0;
+      for (const size_t k : pending) {
+        if (abort_pending(slots[k].seq->req->id)) slots[k].wait = MaskWait::kAborted;
+        else pending[left++] = k;
+      }
+      pending.resize(left);
+      return pending.empty();
+    };
+    if (end_aborted()) return;
     cv_.wait_for(lock, std::chrono::microseconds(20));
-    if (abort_pending(r.id)) return MaskWait::kAborted;
+    if (end_aborted()) return;
   }
 }
 
@@ -522,7 +595,7 @@ bool Engine::plain_greedy(const Sequence& s) {
 }
 
 // NOTE: a min_tokens ban of more stop ids than the device list holds takes the host sampler. A
-// grammar's mask goes to the device sampler with the row (DeviceSampling::mask).
+// grammar's mask goes to the device sampler with the row (DeviceSampling::masked).
 bool Engine::device_samplable(const Sequence& s) {
   const RequestSpec& r = *s.req;
   return raw_logits_suffice(s) &&

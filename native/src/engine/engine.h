@@ -82,6 +82,11 @@ struct EngineStats {
   double step_ms = 0;
   // Structured output: the step thread's time waiting for grammar masks that were not there yet (ms).
   double mask_wait_ms = 0;
+  // Steps that waited for masks, and summed over them the time from the grammar bell's last ring
+  // (the previous step's tokens handed over) to the step thread starting to wait for this step's
+  // rows (its forward queued), and to the last row there (ms): whether the masks overlap the forward.
+  uint64_t mask_steps = 0;
+  double mask_wait_from_ring_ms = 0, mask_done_from_ring_ms = 0;
   int last_step_tokens = 0, last_step_seqs = 0;
   // Steps by tokens computed: iteration_counts[b] = steps with at most kIterationTokenBounds[b]
   // tokens and more than the bound before (the last entry: above every bound).
@@ -129,7 +134,11 @@ class Engine {
   void step(std::vector<StepOutput>& out);
   void finish_seq(Request& r, Sequence& s, Finish f, std::vector<StepOutput>& out, StepOutput* o);
   void fork_choices(Request& r, Sequence& parent, const float* logits, std::vector<StepOutput>& out);
-  void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out);
+  // posted: the token went to the grammar worker already (step(), before the outputs are built).
+  void append(Request& r, Sequence& s, const SampleOut& so, std::vector<StepOutput>& out, bool posted = false);
+  // Whether s ends on `token`, not yet appended: a stop id past min_tokens, max_tokens or the model's
+  // length (what append decides).
+  bool ends_on(const Sequence& s, int32_t token) const;
   void publish_stats(double step_ms, int tokens, int seqs);
   static RequestTiming timing_of(const Request& r);
   // An output with no token for choice `index` (prompt logprobs alone, or a finish).
@@ -141,12 +150,22 @@ class Engine {
   // (device_samplable: temperature sampling, or greedy with the min_tokens ban of at most
   // DeviceSampling::kMaxBans stop ids, which the device sampler applies).
   static bool raw_logits_suffice(const Sequence& s);
-  // Structured output: the mask row for s's next token. Called after the forward pass (the sidecar's
-  // grammar worker computes it meanwhile, once it has s's previous token): waits until the row is
-  // written for s's output length. Rows without a grammar return kNone at once. An abort of the
-  // request (or stop) wakes the wait: kAborted; kFailed: the grammar worker gave up on the choice.
+  // Structured output: the mask rows for the next token of a step's sequences. Called after the
+  // forward pass is queued (the sidecar's grammar workers compute them meanwhile, once they have each
+  // sequence's previous token): waits until each row is written for its sequence's output length,
+  // taking the rows in the order they are published. A slot with copy_to set gets its row copied
+  // there as soon as it is published (row then points at the copy), so copying a step's rows overlaps
+  // the wait for the slower ones; else row points into the request's buffer. Sequences without a
+  // grammar get kNone at once. An abort of the request (or stop) ends the wait: kAborted; kFailed:
+  // the grammar worker gave up on the choice.
   enum class MaskWait { kNone, kReady, kAborted, kFailed };
-  MaskWait await_mask(const Sequence& s, const uint32_t*& row);
+  struct MaskSlot {
+    const Sequence* seq = nullptr;  // null: no row wanted
+    uint32_t* copy_to = nullptr;
+    const uint32_t* row = nullptr;
+    MaskWait wait = MaskWait::kNone;
+  };
+  void await_masks(std::vector<MaskSlot>& slots);
   bool abort_pending(uint32_t id);  // under mu_
   // Ends a choice that gets no token this step (MaskWait kAborted: Abort; kFailed: Error).
   void end_unmasked(Request& r, Sequence& s, MaskWait w, std::vector<StepOutput>& out);
@@ -167,6 +186,8 @@ class Engine {
   uint64_t arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0, fair_preemptions_ = 0;
   uint64_t mask_wait_ns_ = 0;
+  uint64_t mask_steps_ = 0;
+  double mask_wait_from_ring_ms_ = 0, mask_done_from_ring_ms_ = 0;
   bool grammar_posted_ = false;  // a constrained token was posted this step: ring the grammar bell
   Rng seed_rng_;
 

@@ -14,7 +14,7 @@ namespace ee::grammar_bell {
 
 // Bumps the bell and wakes every waiter; records when (ms_since_ring).
 void ring();
-// The bell's count (rings so far).
+// The bell's count (rings so far, modulo 2^32).
 uint64_t value();
 // Blocks until the count differs from `seen` or timeout_ms passes; true when it differs.
 bool wait(uint64_t seen, double timeout_ms);

@@ -93,13 +93,13 @@ class CudaModelRunner : public IModelRunner {
       const SamplingFill* params;
       std::vector<DeviceSampling> rows;
     } ctx{&params, {}};
-    const EeCudaSampleFill fill = [](void* c, EeCudaSample* out, int n) {
+    const EeCudaSampleFill fill = [](void* c, EeCudaSample* out, int n, uint32_t* masks, int mask_words) {
       Fill& f = *static_cast<Fill*>(c);
       f.rows.assign(size_t(n), DeviceSampling{});
-      (*f.params)(f.rows);
+      (*f.params)(f.rows, masks, mask_words);
       for (int i = 0; i < n; ++i) {
         const DeviceSampling& p = f.rows[size_t(i)];
-        out[i] = EeCudaSample{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}, p.mask};
+        out[i] = EeCudaSample{p.temperature, p.top_p, p.min_p, p.u, p.top_k, p.n_ban, {}, p.masked ? 1 : 0};
         std::copy(p.ban, p.ban + DeviceSampling::kMaxBans, out[i].ban);
       }
     };

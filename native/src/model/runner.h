@@ -25,15 +25,16 @@ struct SeqSlice {
 
 // Sampling where the logits are, per logits row: temperature <= 0 is greedy; top_k 0, top_p 1 and
 // min_p 0 are off; u is the row's uniform draw in [0, 1) from the sequence's own random stream; the
-// first n_ban ids of ban are never picked (min_tokens' stop ids); mask, when set, is the row's grammar
-// mask (RequestSpec::mask_row): only the tokens it allows can be picked.
+// first n_ban ids of ban are never picked (min_tokens' stop ids); masked: the row's grammar mask
+// (RequestSpec::mask_row's layout) was written to the fill's mask rows: only the tokens it allows can
+// be picked.
 struct DeviceSampling {
   static constexpr int kMaxBans = 8;  // = EE_CUDA_MAX_BANS (native/cuda/include/ernie_cuda.h)
   float temperature = 0, top_p = 1, min_p = 0, u = 0;
   int top_k = 0;
   int n_ban = 0;
   int32_t ban[kMaxBans] = {};
-  const uint32_t* mask = nullptr;
+  bool masked = false;
 };
 
 class IModelRunner {
@@ -48,8 +49,10 @@ class IModelRunner {
   virtual Status forward_argmax(const std::vector<SeqSlice>& batch, std::vector<int32_t>& tokens);
   // Sampled ids, one per logits row. Only when has_device_sampling(). params is called once per
   // step with one entry per logits row (in row order) to fill, after the forward pass is queued on
-  // the device and before its sampling: what it waits for (grammar masks) overlaps the forward.
-  using SamplingFill = std::function<void(std::vector<DeviceSampling>& params)>;
+  // the device and before its sampling: what it waits for (grammar masks) overlaps the forward. A
+  // masked row's mask goes to masks + row * mask_words (the runner's upload buffer, rows x
+  // mask_words words), written by the fill as each mask arrives.
+  using SamplingFill = std::function<void(std::vector<DeviceSampling>& params, uint32_t* masks, int mask_words)>;
   virtual bool has_device_sampling() const { return false; }
   virtual Status forward_sample(const std::vector<SeqSlice>& batch, const SamplingFill& params,
                                 std::vector<int32_t>& tokens);

@@ -93,6 +93,14 @@ export interface EngineStatsNative {
   stepTimeMs: number; // last step
   /** Structured output: the step thread's time waiting for grammar masks not there yet, ms since start. */
   maskWaitMs?: number;
+  /**
+   * Steps that waited for masks; summed over them, ms from the grammar bell's last ring (the previous
+   * step's tokens handed to the workers) to the step thread waiting for the rows (its forward queued)
+   * and to the last row there.
+   */
+  maskSteps?: number;
+  maskWaitFromRingMs?: number;
+  maskDoneFromRingMs?: number;
   lastStepTokens: number; // tokens computed in the last step (prefill chunks + decodes)
   lastStepSeqs: number; // sequences in the last step
   /** Tokens computed per step (vllm:iteration_tokens_total): bucket bounds, cumulative counts. */

@@ -9,7 +9,7 @@
 //    workers, blocked on the bell between steps, accept their requests' tokens and write the next masks
 //    while the engine runs its next forward pass. This thread is not on that path: its step callback
 //    (detokenizing, streaming) runs beside the mask work, not before it. The step thread waits for a
-//    row only at sampling (native/src/engine/engine.cc, await_mask);
+//    row only at sampling (native/src/engine/engine.cc, await_masks);
 //  - a request is pinned to the worker with the fewest constrained rows (choices), where a worker
 //    that has the grammar cached wins a tie: every row's mask is computed once per step, so rows are
 //    spread evenly (a batch of requests sharing one schema on one worker would compute all its masks

@@ -77,7 +77,7 @@ async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cac
 }
 
 /** Writes choice i's mask for its next token and publishes it (ready = tokens accepted so far). */
-async function publish(s: Session, i: number): Promise<void> {
+function publish(s: Session, i: number): void {
   const m = s.matchers[i]!;
   const row = maskRowStart(s.n, words, i);
   if (m.isTerminated()) {
@@ -85,8 +85,7 @@ async function publish(s: Session, i: number): Promise<void> {
     s.buf.fill(0, row, row + words);
     for (const t of s.stopIds) s.buf[row + (t >> 5)]! |= 1 << (t & 31);
   } else {
-    const mask = await m.getNextTokenBitmask();
-    s.buf.set(mask.subarray(0, knownWords), row);
+    xg.writeNextTokenBitmask(m, s.buf, row, knownWords);
     s.buf[row + knownWords - 1]! &= lastWordBits;
     utf8.narrow(s.utf8[i]!, s.buf, row);
   }
@@ -122,7 +121,7 @@ async function handle(msg: WorkerRequest): Promise<void> {
         s.utf8.push(Utf8Guard.start());
       }
       sessions.set(msg.key, s);
-      for (let i = 0; i < msg.n; i++) await publish(s, i);
+      for (let i = 0; i < msg.n; i++) publish(s, i);
       post({ op: 'opened', key: msg.key, compileMs: performance.now() - t0, cached: got.cached });
       return;
     }
@@ -141,7 +140,7 @@ async function handle(msg: WorkerRequest): Promise<void> {
  * the next masks; whether there were any. A choice's tokens come one at a time: the engine samples the
  * next only from the mask published for this one.
  */
-async function serveTokens(): Promise<boolean> {
+function serveTokens(): boolean {
   const c = data.counters;
   let rows = 0;
   let t0 = 0;
@@ -167,7 +166,7 @@ async function serveTokens(): Promise<boolean> {
       }
       s.counts[i] = posted;
       utf8.accept(s.utf8[i]!, token);
-      await publish(s, i);
+      publish(s, i);
       c[MaskCounter.Rows]!++;
     }
   }
@@ -188,7 +187,7 @@ async function serve(): Promise<void> {
   for (;;) {
     const seen = addon.grammarBell();
     while (inbox.length > 0) await handle(inbox.shift()!);
-    if (await serveTokens()) continue;
+    if (serveTokens()) continue;
     await turn();
     if (inbox.length === 0) addon.grammarWait(seen, IDLE_WAIT_MS);
   }
