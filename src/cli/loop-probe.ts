@@ -23,6 +23,13 @@ import type { Logger } from '../protocol/logger.js';
 /** Tick period of the probe's timer (ms): an interval's CPU time overstates the longest single run by at most about this. */
 export const INTERVAL_MS = 2;
 
+/**
+ * How far a figure can be off (ms): the kernel updates a running thread's counter at its scheduler
+ * tick (HZ 100 at the coarsest: 10 ms) and at each switch, so one interval can read CPU time that ran
+ * in the one before it, and an interval's CPU time can exceed its wall time by up to this.
+ */
+export const COUNTER_RESOLUTION_MS = 10;
+
 /** A thread's scheduler counters, ns. */
 export interface Schedstat {
   runNs: number;
