@@ -169,7 +169,7 @@ describe('ernie-edge serve under connection abuse (fake engine)', () => {
       expect(error.error.message).toMatch(/drain timeout/);
       expect(error.error.type).toBe('service_unavailable_error');
     }
-    expect(await p.exited).toBe(0);
+    expect(await p.closed).toBe(0);
     expect(p.logs.some((l) => l.msg === 'drain timeout: remaining connections were cut')).toBe(true);
   });
 });

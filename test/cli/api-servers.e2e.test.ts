@@ -95,7 +95,7 @@ describe('serve --api-server-count 3 (fake engine)', () => {
     for await (const f of frames) rest.push(f);
     expect(rest.at(-1)).toBe('[DONE]');
     expect((JSON.parse(rest.at(-2)!) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('length');
-    expect(await p.exited).toBe(0);
+    expect(await p.closed).toBe(0);
     const drained = new Set(p.logs.filter((l) => l.msg === 'gateway drained').map((l) => Number(l.pid)));
     for (const pid of [pids[0]!, newPid, pids[2]!]) expect(drained.has(pid)).toBe(true);
   });

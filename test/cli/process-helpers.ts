@@ -17,6 +17,12 @@ export class CliProcess {
   readonly logs: LogLine[] = [];
   stderr = '';
   readonly exited: Promise<number | null>;
+  /**
+   * The exit code once the process's output is all read ('close': its stdio streams ended). Use it
+   * before reading `logs` after an exit: at 'exit' the last lines may still be in the pipe. A
+   * supervisor killed with children alive that share its stdout resolves only when they exit.
+   */
+  readonly closed: Promise<number | null>;
   private waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
   readonly child: ChildProcess;
 
@@ -41,6 +47,7 @@ export class CliProcess {
     });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+    this.closed = new Promise((resolve) => this.child.once('close', (code) => resolve(code)));
   }
 
   /** Resolves with the first log line (past or future) matching pred; rejects if the process exits first. */

@@ -63,7 +63,7 @@ describe('--role gateway / --role sidecar', () => {
 describe('model resolution errors', () => {
   it('a repo id missing from the HF cache names what to download, and serve exits 1', async () => {
     const p = run(['serve', '--model', 'baidu/Not-Downloaded', '--port', '0'], { HF_HOME: tempDir('ernie-hf-'), HF_HUB_CACHE: '' });
-    expect(await p.exited).toBe(1);
+    expect(await p.closed).toBe(1);
     const line = p.logs.find((l) => l.level === 50);
     expect(String(line?.msg)).toMatch(/not in the local Hugging Face cache.*huggingface-cli download baidu\/Not-Downloaded/);
   });
@@ -71,7 +71,7 @@ describe('model resolution errors', () => {
   it('a sidecar with a missing model directory exits 1 with the reason', async () => {
     const sock = path.join(tempDir('ernie-roles-'), 'e.sock');
     const p = run(['serve', '--role', 'sidecar', '--engine', `unix:${sock}`, '--model', '/nonexistent/model/dir'], fakeEnv(tempDir('ernie-cache-')), FAKE_BIN);
-    expect(await p.exited).toBe(1);
+    expect(await p.closed).toBe(1);
     expect(p.logs.some((l) => /\/nonexistent\/model\/dir: no such directory/.test(String(l.err ?? l.msg)))).toBe(true);
   });
 

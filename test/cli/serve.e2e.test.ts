@@ -61,7 +61,7 @@ describe('ernie-edge serve (fake engine)', () => {
     expect(rest.at(-1)).toBe('[DONE]');
     const last = JSON.parse(rest.at(-2)!) as { choices: { finish_reason: string }[] };
     expect(last.choices[0]!.finish_reason).toBe('length');
-    expect(await p.exited).toBe(0);
+    expect(await p.closed).toBe(0);
     expect(p.logs.some((l) => l.msg === 'gateway drained')).toBe(true);
   });
 
