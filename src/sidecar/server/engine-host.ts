@@ -346,6 +346,7 @@ export class EngineHost implements EngineClient, PushBackend {
     );
     this.byId.set(req.id, live);
     this.byNum.set(num, live);
+    if (this.opts.tokenizePool) this.opts.tokenizePool.duty.live = true;
     if (grammar) {
       this.grammars.set(num, grammar);
       this.byGrammar.set(grammar.key, live);
@@ -426,6 +427,7 @@ export class EngineHost implements EngineClient, PushBackend {
     if (this.byNum.get(live.init.num) !== live) return;
     this.byNum.delete(live.init.num);
     this.byId.delete(live.init.id);
+    if (this.opts.tokenizePool && this.byId.size === 0) this.opts.tokenizePool.duty.live = false;
     const grammar = this.grammars.get(live.init.num);
     if (grammar) {
       this.grammars.delete(live.init.num);

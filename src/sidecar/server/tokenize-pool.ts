@@ -17,12 +17,15 @@
 // hands all of it back to the OS at once (issue #26: the sidecar's RSS back to its baseline after an
 // attack), where shrinking each structure would leave V8's heap to decide when. Jobs that arrive while
 // no worker is ready wait in the pool (bounded by MAX_PENDING_CHARS like the rest).
-// Priority: each worker lowers its own thread below the serving threads (./thread-priority.ts), so a
-// worker never competes with a stream's next frame for a core; `priority` says what it got.
+// Priority: each worker lowers its own thread below the serving threads (./thread-priority.ts), and
+// while the engine has live requests it runs in slices with pauses (./bulk-duty.ts: `duty.live`, set by
+// the engine host), so a worker never holds a core a stream's next frame waits for; `priority` says what
+// it got.
 
 import type { Worker } from 'node:worker_threads';
 import { EngineError, type EngineErrorCode, type Prompt } from '../../protocol/engine-client.js';
 import type { TokenizeInput, TokenizerLoadOptions } from '../tokenizer/index.js';
+import { BulkDuty } from './bulk-duty.js';
 import type { ThreadPriority } from './thread-priority.js';
 import { sibling, startTsWorker, whenIdleFor } from './ts-worker.js';
 
@@ -36,6 +39,8 @@ export const RECYCLE_CHARS = 256 * 1024;
 export const RECYCLE_IDLE_MS = 1000;
 
 export interface PoolWorkerData {
+  /** The pool's BulkDuty flag (./bulk-duty.ts). */
+  duty: SharedArrayBuffer;
   dir: string;
   options: TokenizerLoadOptions;
   vocabSize: number;
@@ -47,6 +52,8 @@ export interface PoolReply {
   /** With `ready`: the worker's thread and its nice value, or why it could not be lowered. */
   priority?: ThreadPriority;
   ids?: Int32Array;
+  /** With `ids`: the duty cycle's pauses during the job. */
+  pauses?: number;
   error?: { code: EngineErrorCode | null; message: string; param: string | null };
 }
 
@@ -85,15 +92,23 @@ export class TokenizePool {
   private spawned = 0;
   /** What the latest worker's thread got (every worker asks for the same). */
   priority: ThreadPriority | null = null;
+  /** The workers' duty cycle: set `live` while the engine has requests (./bulk-duty.ts). */
+  readonly duty: BulkDuty;
+  /** The duty cycle's pauses in the jobs answered so far. */
+  pauses = 0;
+  private readonly data: PoolWorkerData;
 
   private constructor(
-    private readonly data: PoolWorkerData,
+    data: Omit<PoolWorkerData, 'duty'>,
     private readonly size: number,
     private readonly recycleIdleMs: number,
-  ) {}
+  ) {
+    this.duty = new BulkDuty();
+    this.data = { ...data, duty: this.duty.buffer };
+  }
 
   /** Starts `size` workers and waits until each has loaded the bundle. `recycleIdleMs` 0: recycle as soon as idle. */
-  static async start(data: PoolWorkerData, size: number, recycleIdleMs = RECYCLE_IDLE_MS): Promise<TokenizePool> {
+  static async start(data: Omit<PoolWorkerData, 'duty'>, size: number, recycleIdleMs = RECYCLE_IDLE_MS): Promise<TokenizePool> {
     const pool = new TokenizePool(data, Math.max(1, size), recycleIdleMs);
     await Promise.all(Array.from({ length: pool.size }, () => pool.spawn()));
     return pool;
@@ -164,6 +179,7 @@ export class TokenizePool {
     if (!p) return;
     w.pending.delete(reply.id);
     this.pendingChars -= p.chars;
+    this.pauses += reply.pauses ?? 0;
     if (reply.error) {
       const { code, message, param } = reply.error;
       p.reject(code ? new EngineError(code, message, param) : new Error(message));

@@ -11,6 +11,7 @@
 
 import { HandleHeap } from './heap.js';
 import { utf8Encode } from './utf8.js';
+import { pacePoint } from './pace.js';
 
 export interface HfBpeSpec {
   vocab: Map<string, number>;
@@ -124,6 +125,7 @@ export class HfBpeModel {
       lastWasUnk = isUnk;
     };
     for (let i = 0; i < word.length; ) {
+      pacePoint();
       const c = word.charCodeAt(i);
       const len = c >= 0xd800 && c <= 0xdbff && i + 1 < word.length ? 2 : 1;
       const ch = len === 1 ? word[i]! : word.slice(i, i + 2);
@@ -148,8 +150,12 @@ export class HfBpeModel {
 
     this.qCount = 0;
     this.heap.clear();
-    for (let i = 0; i + 1 < n; i++) this.queue(i, symId[i]!, symId[i + 1]!);
+    for (let i = 0; i + 1 < n; i++) {
+      this.queue(i, symId[i]!, symId[i + 1]!);
+      pacePoint();
+    }
     for (let e = this.heap.pop(); e >= 0; e = this.heap.pop()) {
+      pacePoint();
       const pos = this.qPos[e]!;
       if (!symAlive[pos]) continue;
       const next = symNext[pos]!;

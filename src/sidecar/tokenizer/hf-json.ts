@@ -16,6 +16,7 @@ import { HfBpeModel } from './hf-bpe.js';
 import { buildDecoder, buildNormalizer, buildPreTokenizer, type Decoder, type Normalizer, type PreTokenizer } from './hf-pipeline.js';
 import type { PlainRun } from './segments.js';
 import type { DecodeOptions, StreamPiece } from './types.js';
+import { pacePoint } from './pace.js';
 
 type Json = Record<string, unknown>;
 
@@ -137,7 +138,12 @@ export class HfJsonTokenizer extends BaseTokenizer {
     const pieces = this.normalizedMarkers.split(norm, false, true);
     pieces.forEach((p, i) => {
       if (p.id >= 0) out.push(p.id);
-      else for (const w of this.preTokenize(p.text, run.atStart && i === 0)) this.bpe.encodeWord(w, out);
+      else {
+        for (const w of this.preTokenize(p.text, run.atStart && i === 0)) {
+          this.bpe.encodeWord(w, out);
+          pacePoint();
+        }
+      }
     });
   }
 

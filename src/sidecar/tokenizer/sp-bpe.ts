@@ -16,6 +16,7 @@
 import { HandleHeap } from './heap.js';
 import { PieceType, type SpModel } from './sp-proto.js';
 import { utf8Encode } from './utf8.js';
+import { pacePoint } from './pace.js';
 
 export class SpBpeEncoder {
   private readonly numPieces: number;
@@ -142,15 +143,20 @@ export class SpBpeEncoder {
       symNext[n] = n + 1;
       n++;
       i += len;
+      pacePoint();
     }
     symNext[n - 1] = -1;
 
     this.qCount = 0;
     this.heap.clear();
     let revMerge: Map<string, [string, string]> | null = null;
-    for (let i = 1; i < n; i++) revMerge = this.maybeQueue(text, i - 1, i, revMerge);
+    for (let i = 1; i < n; i++) {
+      revMerge = this.maybeQueue(text, i - 1, i, revMerge);
+      pacePoint();
+    }
 
     for (let e = this.heap.pop(); e >= 0; e = this.heap.pop()) {
+      pacePoint();
       const l = this.qLeft[e]!;
       const r = this.qRight[e]!;
       const lLen = symEnd[l]! - symStart[l]!;

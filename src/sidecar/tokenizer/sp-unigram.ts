@@ -9,6 +9,7 @@
 
 import { PieceType, type SpModel } from './sp-proto.js';
 import { utf8Encode } from './utf8.js';
+import { pacePoint } from './pace.js';
 
 const UNK_PENALTY = 10;
 
@@ -84,6 +85,7 @@ export class SpUnigramEncoder {
         }
       }
       start += charLen;
+      pacePoint();
     }
     const path: Array<[number, number, number]> = [];
     for (let end = n; end > 0; end = bestFrom[end]!) path.push([bestFrom[end]!, end, bestId[end]!]);
