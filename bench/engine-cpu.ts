@@ -232,6 +232,7 @@ const sides = Object.fromEntries(Object.entries(llamaCpp).flatMap(([w, s]) => ('
 ratios = { ...ratios, ...llamaRatios(rows, sides) };
 const hostLoad = load.stop();
 if (!hostLoad.valid) console.log(`NOT VALID: ${hostLoad.reason}`);
+console.log(`other processes ${(hostLoad.othersShare * 100).toFixed(1)}% of the cores' time, hypervisor steal ${(hostLoad.stealShare * 100).toFixed(1)}%`);
 for (const [k, v] of Object.entries(ratios)) console.log(`${k}: ${v.toFixed(2)}x`);
 await writeFile(out, JSON.stringify(result(hostLoad), null, 1) + '\n');
 console.log(`wrote ${out}`);

@@ -6,8 +6,14 @@
 // they share still do), and the kernels are interleaved (A B A B ...), best of `reps` per kernel.
 // With -DEE_QGEMM_BASELINE the binary also holds a second AVX512-VNNI kernel (namespace
 // avx512_base, built from another revision by tools/qgemm-bench.sh) to compare against.
+// Each kernel's instruction peak (its dot_peak loop: 24 independent multiply-adds, one thread) is
+// timed in the same run, and each case reports executed ops against it (`ofPeak`), its CPU time in
+// TSC ticks (`refCyclesPerCall`: reference cycles at the TSC's fixed rate, `tscGHz`; VMs without a
+// PMU have no core cycle counter, so `peakInstrPerRefCycle` gives the peak loop's rate on the same
+// scale) and, for int8, the activation preparation alone (`prepareMs`).
 // Prints one JSON object. Run by tools/qgemm-bench.sh.
 #include <time.h>
+#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -32,6 +38,12 @@ using namespace ee::cpu;
 namespace {
 
 constexpr int kTaskRows = 128;  // model_runner.cc's kGemmRowsPerTask
+
+double wall_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 double cpu_seconds() {
   timespec ts;
@@ -77,7 +89,20 @@ struct Case {
   std::string name;
   int planes;
   std::function<void()> run;
+  double (*peak)(long iters);          // the kernel's dot_peak (ops per call of `iters`)
+  std::function<void()> prepare = {};  // the activation preparation alone (int8 cases)
 };
+
+// Ops/s of a dot_peak loop on this thread, best of 9 (CPU time).
+double peak_rate(double (*peak)(long iters)) {
+  double best = 0;
+  for (int r = 0; r < 9; ++r) {
+    const double t0 = cpu_seconds();
+    const double ops = peak(1000000);
+    best = std::max(best, ops / (cpu_seconds() - t0));
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -88,7 +113,8 @@ int main(int argc, char** argv) {
       {"decode, gate+up", 1, 6144, 1024},     {"decode, down", 1, 1024, 3072},
       {"decode, lm_head", 1, 103424, 1024},   {"batch 16, gate+up", 16, 6144, 1024},
       {"batch 64, gate+up", 64, 6144, 1024},  {"prefill 512, gate+up", 512, 6144, 1024},
-      {"prefill 512, down", 512, 1024, 3072},
+      {"prefill 512, down", 512, 1024, 3072}, {"prefill 512, qkv", 512, 2560, 1024},
+      {"prefill 512, o", 512, 1024, 2048},
   };
   std::vector<std::pair<std::string, const Int8Kernels*>> int8;
   for (const char* isa : {"avx512", "avxvnni", "avx2"})
@@ -103,6 +129,35 @@ int main(int argc, char** argv) {
       "{\n  \"cpu\": \"%s\",\n  \"timing\": \"one thread, thread CPU time, best of %d, kernels interleaved\",\n",
       cpu_model().c_str(), reps);
   if (!baseline.empty()) std::printf("  \"baseline\": \"avx512vnni kernel of revision %s\",\n", baseline.c_str());
+  // The instruction peaks, one thread: int8 ops/s (2 per multiply-add) and bf16 FLOP/s.
+  std::vector<std::pair<std::string, double (*)(long)>> peaks;
+  for (const auto& [name, k] : int8) peaks.emplace_back("int8 " + name, k->dot_peak);
+  peaks.emplace_back(std::string("bf16 ") + bf16->isa, bf16->dot_peak);
+  std::vector<double> peak_ops(peaks.size());
+  const unsigned long long tsc0 = __rdtsc();
+  const double tsc_t0 = wall_seconds();
+  for (size_t i = 0; i < peaks.size(); ++i) peak_ops[i] = peak_rate(peaks[i].second);
+  const double tsc_hz = double(__rdtsc() - tsc0) / (wall_seconds() - tsc_t0);  // the TSC's fixed rate
+  std::printf("  \"tscGHz\": %.3f,\n  \"peaksGopsPerCore\": {", tsc_hz / 1e9);
+  for (size_t i = 0; i < peaks.size(); ++i)
+    std::printf("%s\"%s\": %.1f", i ? ", " : "", peaks[i].first.c_str(), peak_ops[i] / 1e9);
+  // Dot-product instructions per TSC tick: vpdpbusd zmm 128 ops each, ymm (AVX-VNNI) 64, vdpbf16ps zmm
+  // 64 FLOP (the AVX2 int8 path has no single dot instruction).
+  std::printf("},\n  \"peakInstrPerRefCycle\": {");
+  bool first_peak = true;
+  for (size_t i = 0; i < peaks.size(); ++i) {
+    const std::string& n = peaks[i].first;
+    const double per = n == "int8 avx512vnni" ? 128 : n == "int8 avxvnni" || n.rfind("bf16", 0) == 0 ? 64 : 0;
+    if (per == 0) continue;
+    std::printf("%s\"%s\": %.3f", first_peak ? "" : ", ", n.c_str(), peak_ops[i] / per / tsc_hz);
+    first_peak = false;
+  }
+  std::printf("},\n");
+  auto peak_of = [&](double (*f)(long)) {
+    for (size_t i = 0; i < peaks.size(); ++i)
+      if (peaks[i].second == f) return peak_ops[i];
+    return peak_rate(f);
+  };
   std::printf("  \"loadAverageStart\": %s,\n  \"shapes\": [\n", load_average().c_str());
   bool first_shape = true;
   for (const Shape& s : shapes) {
@@ -126,39 +181,58 @@ int main(int argc, char** argv) {
     std::vector<Case> cases;
     for (bool precise : {true, false}) {
       for (const auto& [name, k] : int8)
-        cases.push_back({"int8 " + name + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1, [&, k, precise] {
+        cases.push_back({"int8 " + name + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1,
+                         [&, k, precise] {
                            Act a;
                            a.M = s.M, a.K = s.K, a.Kp = pad_k8(s.K), a.precise = precise, a.data = act.data();
                            k->prepare_act(x.data(), s.K, a, 0, s.M);
                            for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
                              k->gemm(a, qm, s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
+                         },
+                         k->dot_peak,
+                         [&, k, precise] {
+                           Act a;
+                           a.M = s.M, a.K = s.K, a.Kp = pad_k8(s.K), a.precise = precise, a.data = act.data();
+                           k->prepare_act(x.data(), s.K, a, 0, s.M);
                          }});
-      cases.push_back(
-          {std::string("bf16 ") + bf16->isa + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1, [&, precise] {
-             Act a;
-             a.M = s.M, a.K = s.K, a.Kp = pad_k(s.K), a.precise = precise, a.data = act.data();
-             bf16->prepare_act(x.data(), s.K, a, 0, s.M);
-             for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
-               bf16->gemm(a, wp.data(), s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
-           }});
+      cases.push_back({std::string("bf16 ") + bf16->isa + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1,
+                       [&, precise] {
+                         Act a;
+                         a.M = s.M, a.K = s.K, a.Kp = pad_k(s.K), a.precise = precise, a.data = act.data();
+                         bf16->prepare_act(x.data(), s.K, a, 0, s.M);
+                         for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
+                           bf16->gemm(a, wp.data(), s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
+                       },
+                       bf16->dot_peak});
     }
     // Enough calls per timing for ~20 ms at 100 GOP/s.
     const double ops = 2.0 * s.M * s.N * s.K;
     const int calls = std::max(1, int(2e9 / ops));
-    std::vector<double> best(cases.size(), 1e30);
+    std::vector<double> best(cases.size(), 1e30), best_prep(cases.size(), 1e30);
     for (int r = 0; r < reps; ++r)
       for (size_t c = 0; c < cases.size(); ++c) {
         const double t0 = cpu_seconds();
         for (int i = 0; i < calls; ++i) cases[c].run();
         best[c] = std::min(best[c], (cpu_seconds() - t0) / calls);
+        if (cases[c].prepare) {
+          const double t1 = cpu_seconds();
+          for (int i = 0; i < calls; ++i) cases[c].prepare();
+          best_prep[c] = std::min(best_prep[c], (cpu_seconds() - t1) / calls);
+        }
       }
     std::printf("%s    {\"what\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"kernels\": [\n", first_shape ? "" : ",\n",
                 s.what, s.M, s.N, s.K);
     first_shape = false;
-    for (size_t c = 0; c < cases.size(); ++c)
-      std::printf("      {\"kernel\": \"%s\", \"ms\": %.4f, \"gops\": %.1f, \"executedGops\": %.1f}%s\n",
-                  cases[c].name.c_str(), best[c] * 1e3, ops / best[c] / 1e9, ops * cases[c].planes / best[c] / 1e9,
-                  c + 1 < cases.size() ? "," : "");
+    for (size_t c = 0; c < cases.size(); ++c) {
+      std::printf(
+          "      {\"kernel\": \"%s\", \"ms\": %.4f, \"refCyclesPerCall\": %.0f, \"gops\": %.1f, \"executedGops\": "
+          "%.1f, "
+          "\"ofPeak\": %.3f",
+          cases[c].name.c_str(), best[c] * 1e3, best[c] * tsc_hz, ops / best[c] / 1e9,
+          ops * cases[c].planes / best[c] / 1e9, ops * cases[c].planes / best[c] / peak_of(cases[c].peak));
+      if (cases[c].prepare) std::printf(", \"prepareMs\": %.4f", best_prep[c] * 1e3);
+      std::printf("}%s\n", c + 1 < cases.size() ? "," : "");
+    }
     std::printf("    ]}");
     std::fflush(stdout);
   }

@@ -125,7 +125,11 @@ export interface NativeModel {
   ): Promise<{ tokens: Int32Array; prefillMs: number; decodeMs: number }>;
   /** Read bandwidth in bytes/s measured with the engine's thread pool. */
   memoryBandwidth(bytes: number): number;
-  /** FLOP/s of the CPU kernels' widest multiply-add (bf16 dot products on AVX512-BF16) on every pool thread at once. */
+  /**
+   * Ops/s of the widest multiply-add of the kernels the layers' GEMMs run, on every pool thread at once:
+   * bf16 dot products (AVX512-BF16, AMX-BF16 where chosen; FLOP/s), or under --quantization int8 the int8
+   * kernels' (vpdpbusd on AVX512-VNNI, AMX-INT8 on AMX hosts; integer ops/s, twice vdpbf16ps's per instruction).
+   */
   computePeak(): number;
   close(): void;
 }

@@ -7,12 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { watchHostLoad } from '../../bench/engine/host-load.js';
 
 describe('watchHostLoad', () => {
-  it('reports the others\' share of all cores within [0, 1], the load averages and the core count', () => {
+  it('reports the others\' and the hypervisor\'s (steal) shares of all cores within [0, 1], the load averages and the core count', () => {
     const w = watchHostLoad();
     spawnSync(process.execPath, ['-e', 'const t = Date.now(); while (Date.now() - t < 200);']); // our own child's CPU time
     const r = w.stop();
     expect(r.othersShare).toBeGreaterThanOrEqual(0);
     expect(r.othersShare).toBeLessThanOrEqual(1);
+    expect(r.stealShare).toBeGreaterThanOrEqual(0);
+    expect(r.stealShare).toBeLessThanOrEqual(1);
     expect(r.cores).toBe(os.cpus().length);
     expect(r.loadAverageStart).toHaveLength(3);
     expect(r.loadAverageEnd).toHaveLength(3);

@@ -61,6 +61,7 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
     auto m = std::make_shared<LoadedModel>();
     m->pool = std::make_unique<ThreadPool>(opts.threads);
     m->host_kernels = k;
+    m->gemm_peak = k->dot_peak;  // the host's: the GPU's own peak is not measured here
     m->runner = r.take();
     return m;
   }
@@ -85,6 +86,7 @@ Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts) {
   auto m = std::make_shared<LoadedModel>();
   m->pool = std::make_unique<ThreadPool>(opts.threads);
   m->host_kernels = k;
+  m->gemm_peak = k8 ? k8->dot_peak : k->dot_peak;
   // auto (-1): an int8 LM head takes one activation plane (w8a8's usual form; its error stays far below
   // llama.cpp Q8_0's, bench/README "LM head planes"), any other follows the layers. Mirrored by the
   // TS loader's resolveLmHeadPrecise() (src/sidecar/engine/plan.ts).
@@ -350,7 +352,7 @@ Napi::Value NativeModel::MemoryBandwidth(const Napi::CallbackInfo& info) {
 Napi::Value NativeModel::ComputePeak(const Napi::CallbackInfo& info) {
   if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
   std::lock_guard<std::mutex> lock(model_->mu);
-  return Napi::Number::New(info.Env(), measure_compute_peak(*model_->pool, model_->host_kernels->dot_peak));
+  return Napi::Number::New(info.Env(), measure_compute_peak(*model_->pool, model_->gemm_peak));
 }
 
 Napi::Value NativeModel::Close(const Napi::CallbackInfo& info) {

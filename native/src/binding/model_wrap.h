@@ -17,7 +17,11 @@ struct LoadedModel {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<IModelRunner> runner;
   const cpu::Kernels* host_kernels = nullptr;  // the sampler's (and the CPU runner's) kernels
-  std::mutex mu;                               // serialises forward calls
+  // The widest multiply-add of the kernels the layers' GEMMs run (computePeak): the int8 kernels'
+  // (vpdpbusd, 128 integer ops an instruction on AVX512-VNNI) under --quantization int8, else
+  // host_kernels' (vdpbf16ps, 64 FLOP; AMX-BF16 where chosen).
+  double (*gemm_peak)(long iters) = nullptr;
+  std::mutex mu;  // serialises forward calls
 };
 
 // Loads weights, KV cache, thread pool and runner (call off the event loop).
