@@ -1,12 +1,17 @@
-// `node --import tsx bench/grammar-rows.ts [--vocab full|test] [--steps N] [--schemas K] [--rounds R] [--only base|fast] [OUT.json]`
+// `node --import tsx bench/grammar-rows.ts [--vocab full|test] [--steps N] [--schemas K] [--rounds R] [--only base|fast] [--base-ref REF] [OUT.json]`
 // A grammar worker's CPU cost per constrained row (accept the row's token, then write its next mask,
 // as ./src/sidecar/grammar/worker.ts does), over real token streams: the bench schema of
 // bench/structured.ts (LONG_SCHEMA) and the 200 seeded random schemas of test/doubles/random-schemas.ts,
 // each compiled as the workers compile it (lowerSource + compileSource) over the model's vocabulary.
-// 1. record: per schema, a seeded walk of up to N steps, each token drawn uniformly from the mask
-//    (what random logits do), ending where only stop ids are allowed; the row's mask and its hash
-//    are kept per step (the reference, written by the baseline path);
-// 2. replay: each path (`base`: the worker's path before this bench, `fast`: the worker's path now)
+// Two paths: `fast`, the worker's now (this tree's lowering, ./src/sidecar/grammar/mask-writer.ts's raw
+// calls, the UTF-8 guard's precomputed clears); `base`, as before: embind's wrappers, the guard's
+// 128-byte test, and the string-tail lowering of git REF (default main: `git show
+// REF:src/sidecar/grammar/string-tail-lookahead.ts`, the one lowering step this bench's branch changed),
+// each schema compiled once per path.
+// 1. record: per schema, a seeded walk of up to N steps under the base grammar, each token drawn
+//    uniformly from the mask (what random logits do), ending where only stop ids are allowed; the
+//    row's mask is kept per step (the reference);
+// 2. replay: each path
 //    replays every schema's stream R times, the paths interleaved schema by schema (base, fast, fast,
 //    base, ...), with this thread's CPU time (process.cpuUsage: user + system, this process runs one
 //    thread of work) and wall time around each schema's rows; every mask written on replay is
@@ -14,13 +19,15 @@
 //    the same bits).
 // Figures: CPU µs per row by schema class and by the row's allowed-token count (1 = forced), the
 // paths' ratio. The host's load shifts wall time; CPU time is what the comparison rests on.
-import { writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CompiledGrammar, GrammarMatcher } from '@mlc-ai/web-xgrammar';
 import { lowerSource } from '../src/sidecar/grammar/compile-lowering.js';
-import { compileSource, grammarSource } from '../src/sidecar/grammar/source.js';
+import { compileSource, grammarSource, SEPARATORS, strict, type GrammarSource } from '../src/sidecar/grammar/source.js';
+import { literalTries } from '../src/sidecar/grammar/literal-tries.js';
 import { grammarVocab } from '../src/sidecar/grammar/vocab.js';
 import { Utf8Guard, type Utf8State } from '../src/sidecar/grammar/utf8-guard.js';
 import { loadXgrammar } from '../src/sidecar/grammar/xgrammar.js';
@@ -43,6 +50,7 @@ const STEPS = Number(arg('steps', '64'));
 const SCHEMAS = Number(arg('schemas', '200'));
 const ROUNDS = Number(arg('rounds', '2'));
 const only = arg('only', '');
+const baseRef = arg('base-ref', 'main');
 const out = args.find((a, i) => !a.startsWith('--') && (i === 0 || !args[i - 1]!.startsWith('--'))) ?? path.join(here, 'results', `grammar-rows-${vocabKind}.json`);
 
 const LONG_SCHEMA = {
@@ -67,6 +75,18 @@ const lastWordBits = known % 32 === 0 ? -1 : (1 << known % 32) - 1;
 const utf8 = new Utf8Guard(vocab);
 const stopIds = vocab.stopIds;
 const writer = new MaskWriter(xg);
+// The base lowering: REF's string-tail step (a module without imports), the rest as this tree's.
+const baseTailsFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'grammar-rows-')), 'string-tail-lookahead.ts');
+await writeFile(baseTailsFile, execFileSync('git', ['show', `${baseRef}:src/sidecar/grammar/string-tail-lookahead.ts`], { cwd: path.join(here, '..') }));
+const baseTails = ((await import(baseTailsFile)) as { stringTailLookaheads: (ebnf: string) => string }).stringTailLookaheads;
+async function baseLowering(s: GrammarSource): Promise<GrammarSource> {
+  const g = await xg.Grammar.fromJSONSchema(s.text, false, -1, SEPARATORS, strict(s));
+  try {
+    return { kind: 'ebnf', text: baseTails(literalTries(g.toString())) };
+  } finally {
+    g.dispose();
+  }
+}
 // The guard's narrow() as it was before (a test of 128 bytes a row), for the base path.
 const highBytes = new Int32Array(128).fill(-1);
 if (vocab.vocabType === 'byte_fallback')
@@ -122,7 +142,9 @@ function same(a: Int32Array, b: Int32Array, at: number): boolean {
 interface Stream {
   name: string;
   cls: string;
-  grammar: CompiledGrammar;
+  grammar: Record<Path, CompiledGrammar>;
+  compileMs: Record<Path, number>;
+  lowered: boolean; // the two lowerings differ
   tokens: number[];
   masks: Int32Array[]; // masks[k]: the row after tokens[0..k)
   allowed: number[]; // allowed ids per row
@@ -132,12 +154,19 @@ interface Stream {
 const streams: Stream[] = [];
 const t0 = performance.now();
 for (const { name, cls, schema } of named) {
-  const source = await lowerSource(xg, grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' }));
-  const grammar = await compileSource(compiler, source);
+  const raw = grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' });
+  const sources: Record<Path, GrammarSource> = { base: await baseLowering(raw), fast: await lowerSource(xg, raw) };
+  const grammar = {} as Record<Path, CompiledGrammar>;
+  const compileMs = {} as Record<Path, number>;
+  for (const p of ['base', 'fast'] as Path[]) {
+    const c0 = performance.now();
+    grammar[p] = await compileSource(compiler, sources[p]);
+    compileMs[p] = performance.now() - c0;
+  }
   const next = rng(0x5eed ^ streams.length);
-  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, stopIds);
+  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar.base, stopIds);
   const s = Utf8Guard.start();
-  const st: Stream = { name, cls, grammar, tokens: [], masks: [], allowed: [] };
+  const st: Stream = { name, cls, grammar, compileMs, lowered: sources.base.text !== sources.fast.text, tokens: [], masks: [], allowed: [] };
   const buf = new Int32Array(words);
   for (let step = 0; step <= STEPS; step++) {
     writeRow('base', m, s, buf, 0);
@@ -167,7 +196,7 @@ const byPath: Record<Path, { all: Acc; cls: Map<string, Acc>; forced: Acc; few: 
 const scratch = new Int32Array((STEPS + 1) * words); // replay's rows, compared after the timed span
 const rowUs = new Float64Array(STEPS + 1);
 async function replay(p: Path, st: Stream, count = true): Promise<void> {
-  const m = await xg.GrammarMatcher.createGrammarMatcher(st.grammar, stopIds);
+  const m = await xg.GrammarMatcher.createGrammarMatcher(st.grammar[p], stopIds);
   const s = Utf8Guard.start();
   writeRow(p, m, s, scratch, 0);
   if (!same(st.masks[0]!, scratch, 0)) throw new Error(`${st.name}: ${p} wrote a different first mask`);
@@ -226,6 +255,9 @@ const result = {
   schemas: streams.length,
   rowsPerReplay: rowsTotal,
   masksIdentical: true,
+  baseRef: `${baseRef} (${execFileSync('git', ['rev-parse', '--short', baseRef], { cwd: path.join(here, '..') }).toString().trim()})`,
+  schemasLoweredDifferently: streams.filter((s) => s.lowered).length,
+  compileMsTotal: { base: Math.round(streams.reduce((a, s) => a + s.compileMs.base, 0)), fast: Math.round(streams.reduce((a, s) => a + s.compileMs.fast, 0)) },
   paths,
   ...(paths.base && paths.fast ? { fastOverBaseCpu: Number((paths.fast.all.cpuUsPerRow / paths.base.all.cpuUsPerRow).toFixed(3)) } : {}),
 };

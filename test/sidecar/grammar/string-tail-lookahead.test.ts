@@ -1,10 +1,12 @@
-// The lookaheads on the tails of length-bounded strings (src/sidecar/grammar/string-tail-lookahead.ts):
-// where they go (text), and that they change no mask: the same random walks under the grammar with and
-// without them, every step's mask compared over the test tokenizer's ids (xgrammar's own matcher).
+// The tails of length-bounded strings (src/sidecar/grammar/string-tail-lookahead.ts): the closing quote
+// moved into the chain and the lookaheads (text), and that they change no mask: the same random walks
+// under the grammar with and without the step, every step's mask compared over the test tokenizer's ids
+// (xgrammar's own matcher).
 import { describe, expect, it } from 'vitest';
 import { rng } from '../../../src/cli/bench-serve/rng.js';
 import { lowerSource } from '../../../src/sidecar/grammar/compile-lowering.js';
-import { compileSource, grammarSource, type GrammarSource } from '../../../src/sidecar/grammar/source.js';
+import { compileSource, grammarSource, SEPARATORS, strict, type GrammarSource } from '../../../src/sidecar/grammar/source.js';
+import { literalTries } from '../../../src/sidecar/grammar/literal-tries.js';
 import { stringTailLookaheads } from '../../../src/sidecar/grammar/string-tail-lookahead.js';
 import { grammarVocab } from '../../../src/sidecar/grammar/vocab.js';
 import { loadXgrammar } from '../../../src/sidecar/grammar/xgrammar.js';
@@ -12,22 +14,36 @@ import { loadTokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
 import { TOKENIZER_DIR } from '../server/helpers.js';
 
 const C = '[^\\"\\\\\\0-\\x1f]'; // the string-character class as xgrammar prints it
-const LA = ' (=("\\""))';
+const Q = '("\\"")'; // a chain rule's closing-quote alternative
+const END = '"\\""'; // the quote literal
 
 describe('stringTailLookaheads (text)', () => {
-  it('marks a chain whose head is followed by a closing quote, through every tail', () => {
+  it('ends a chain whose head is followed by a closing quote in the quote, through every tail, with what follows as a lookahead', () => {
     const ebnf = [`s ::= (("\\"" ${C} s_1 "\\""))`, `s_1 ::= ("" | (${C} s_2))`, `s_2 ::= ("" | (${C}))`, 'root ::= (("[" s "]"))'].join('\n');
-    expect(stringTailLookaheads(ebnf).split('\n')).toEqual([`s ::= (("\\"" ${C} s_1 "\\""))`, `s_1 ::= ("" | (${C} s_2))${LA}`, `s_2 ::= ("" | (${C}))${LA}`, 'root ::= (("[" s "]"))']);
+    const LA = ' (=([\\]]))';
+    expect(stringTailLookaheads(ebnf).split('\n')).toEqual([`s ::= (("\\"" ${C} s_1))${LA}`, `s_1 ::= (${Q} | (${C} s_2))${LA}`, `s_2 ::= (${Q} | (${C} ${END}))${LA}`, 'root ::= (("[" s "]"))']);
   });
 
-  it('marks a self-recursive tail (minLength without maxLength) through its outer reference', () => {
-    const ebnf = [`s ::= (("\\"" ${C} s_1 "\\""))`, `s_1 ::= ("" | (${C} s_1))`, 'root ::= ((s))'].join('\n');
-    expect(stringTailLookaheads(ebnf).split('\n')[1]).toBe(`s_1 ::= ("" | (${C} s_1))${LA}`);
+  it('finds what follows through the first characters of a following rule and through tails', () => {
+    // s is followed by r (which starts with ",") in root, and ends r, which "]" follows.
+    const ebnf = [`s ::= (("\\"" s_1 "\\""))`, `s_1 ::= ("" | (${C}))`, 'r ::= (("," s))', 'root ::= (("[" s r "]"))'].join('\n');
+    const out = stringTailLookaheads(ebnf).split('\n');
+    expect(out.slice(0, 2)).toEqual([`s ::= (("\\"" s_1)) (=([,\\]]))`, `s_1 ::= (${Q} | (${C} ${END})) (=([,\\]]))`]);
+    // a rule's own lookahead says what follows it
+    const la = [`s ::= (("\\"" s_1 "\\""))`, `s_1 ::= ("" | (${C}))`, 'root ::= ((t))', 't ::= ((s)) (=(":" "x"))'].join('\n');
+    expect(stringTailLookaheads(la).split('\n')[1]).toBe(`s_1 ::= (${Q} | (${C} ${END})) (=([:]))`);
+  });
+
+  it('moves the quote but asserts nothing where what follows is not plain (a class, the end of the root, a repetition)', () => {
+    for (const root of ['root ::= ((s [a-z]))', 'root ::= ((s))', 'root ::= (((s)* "x"))']) {
+      const ebnf = [`s ::= (("\\"" s_1 "\\""))`, `s_1 ::= ("" | (${C} s_1))`, root].join('\n');
+      expect(stringTailLookaheads(ebnf).split('\n').slice(0, 2)).toEqual([`s ::= (("\\"" s_1))`, `s_1 ::= (${Q} | (${C} s_1))`]);
+    }
   });
 
   it('leaves a chain alone where anything but a quote may follow it (a reference elsewhere, a repetition, the root)', () => {
     const elsewhere = [`s ::= (("\\"" s_1 "\\""))`, `t ::= ((s_1 "x"))`, `s_1 ::= ("" | (${C} s_2))`, `s_2 ::= ("" | (${C}))`, 'root ::= ((s t))'].join('\n');
-    // s_1 is referenced before "x": neither it nor its tail s_2 (a tail of s_1 only) may assert a quote.
+    // s_1 is referenced before "x": neither it nor its tail s_2 (a tail of s_1 only) may take the quote.
     expect(stringTailLookaheads(elsewhere)).toBe(elsewhere);
     const repeated = [`s ::= (("\\"" (s_1)* "\\""))`, `s_1 ::= ("" | (${C}))`, 'root ::= ((s))'].join('\n');
     expect(stringTailLookaheads(repeated)).toBe(repeated);
@@ -45,16 +61,18 @@ describe('stringTailLookaheads (text)', () => {
   it('is applied by the lowering of a JSON schema with length-bounded strings', async () => {
     const xg = loadXgrammar();
     const s = await lowerSource(xg, grammarSource({ kind: 'json_schema', schema: JSON.stringify({ type: 'array', items: { type: 'string', minLength: 1, maxLength: 4 } }), param: 'schema' }));
-    const tails = s.text.split('\n').filter((l) => l.endsWith(LA));
+    const tails = s.text.split('\n').filter((l) => l.includes(` ::= (${Q} | (${C}`));
     expect(tails.length).toBe(3);
   });
 });
 
-describe('same masks with and without the lookaheads (xgrammar, test tokenizer)', () => {
+describe('same masks with and without the rewrite (xgrammar, test tokenizer)', () => {
   const schemas = [
     { type: 'object', properties: { a: { type: 'string', minLength: 2, maxLength: 5 }, b: { type: 'array', items: { type: 'string', maxLength: 3 }, maxItems: 6 }, c: { type: 'string', minLength: 1 } }, required: ['a', 'b', 'c'], additionalProperties: false },
     { type: 'array', items: { type: 'string', minLength: 0, maxLength: 2 }, minItems: 3, maxItems: 8 },
     { type: 'string', minLength: 1, maxLength: 4 },
+    // the bench schema's shape: a fixed count of bounded strings (xgrammar prints a repetition and a long lookahead)
+    { type: 'object', properties: { items: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 3 }, minItems: 12, maxItems: 12 } }, required: ['items'], additionalProperties: false },
   ];
 
   it.each(schemas.map((s, i) => [i, s] as const))('schema %i: every step of 20 random walks', async (_i, schema) => {
@@ -64,8 +82,12 @@ describe('same masks with and without the lookaheads (xgrammar, test tokenizer)'
     const xg = loadXgrammar();
     const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, known, vocab.stopIds);
     const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
-    const withLa = await lowerSource(xg, grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' }));
-    const without: GrammarSource = { kind: 'ebnf', text: withLa.text.replaceAll(LA, '') };
+    const source = grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' });
+    const withLa = await lowerSource(xg, source);
+    // the same lowering without this step: xgrammar's printed grammar, literal rules as tries
+    const printed = await xg.Grammar.fromJSONSchema(source.text, false, -1, SEPARATORS, strict(source));
+    const without: GrammarSource = { kind: 'ebnf', text: literalTries(printed.toString()) };
+    printed.dispose();
     expect(without.text).not.toBe(withLa.text);
     const [g0, g1] = [await compileSource(compiler, without), await compileSource(compiler, withLa)];
     let steps = 0;
