@@ -331,7 +331,29 @@ function* references(body: string, from: string): Generator<Ref & { name: string
   }
 }
 
-/** Whether a printed class could match `"` itself (then a quote would not end the chain). */
+/**
+ * Whether a printed class could match `"` itself (then a quote would not end the chain): a negated class
+ * must name `\"`; a positive one must not hold `"`, a range over it, or an escape other than a few plain ones.
+ */
 function classAllowsQuote(cls: string): boolean {
-  return !(cls.startsWith('[^') && cls.includes('\\"'));
+  if (cls.startsWith('[^')) return !cls.includes('\\"');
+  const chars: number[] = [];
+  for (let i = 1; i < cls.length - 1; i++) {
+    let c = cls[i]!;
+    if (c === '\\') {
+      const e = cls[++i]!;
+      const plain: Record<string, string> = { '\\': '\\', ']': ']', '-': '-', '^': '^', '[': '[', '/': '/', n: '\n', r: '\r', t: '\t', '.': '.' };
+      if (!(e in plain)) return true;
+      c = plain[e]!;
+    } else if (c === '-' && chars.length > 0 && i + 1 < cls.length - 1) {
+      // a range from the previous character to the next
+      const hi = cls[++i]!;
+      if (hi === '\\') return true; // an escaped end: not read here
+      if (chars.pop()! <= 0x22 && hi.codePointAt(0)! >= 0x22) return true;
+      continue;
+    }
+    if (c === '"') return true;
+    chars.push(c.codePointAt(0)!);
+  }
+  return false;
 }

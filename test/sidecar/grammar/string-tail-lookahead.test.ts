@@ -56,6 +56,15 @@ describe('stringTailLookaheads (text)', () => {
   it('keeps a rule that has a lookahead already, and classes that may match a quote', () => {
     const ebnf = [`s ::= (("\\"" s_1 s_2 "\\""))`, `s_1 ::= ("" | ([a-z])) (=("x"))`, `s_2 ::= ("" | ([^a]))`, 'root ::= ((s))'].join('\n');
     expect(stringTailLookaheads(ebnf)).toBe(ebnf);
+    for (const cls of ['[ -~]', '[a"]', '[\\x22]', '[!-#]'])
+      for (const ebnf of [[`s ::= (("\\"" s_1 "\\""))`, `s_1 ::= ("" | (${cls}))`, 'root ::= ((s))'].join('\n')]) expect(stringTailLookaheads(ebnf)).toBe(ebnf);
+  });
+
+  it('takes a positive class without the quote (a pattern such as [a-z]{2,8})', () => {
+    for (const cls of ['[a-z]', '[a-f0-9]', '[#-~]', '[\\-_]']) {
+      const ebnf = [`s ::= (("\\"" ${cls} s_1 "\\""))`, `s_1 ::= ("" | (${cls}))`, 'root ::= (("[" s "]"))'].join('\n');
+      expect(stringTailLookaheads(ebnf).split('\n').slice(0, 2)).toEqual([`s ::= (("\\"" ${cls} s_1)) (=([\\]]))`, `s_1 ::= (${Q} | (${cls} ${END})) (=([\\]]))`]);
+    }
   });
 
   it('is applied by the lowering of a JSON schema with length-bounded strings', async () => {
@@ -73,6 +82,8 @@ describe('same masks with and without the rewrite (xgrammar, test tokenizer)', (
     { type: 'string', minLength: 1, maxLength: 4 },
     // the bench schema's shape: a fixed count of bounded strings (xgrammar prints a repetition and a long lookahead)
     { type: 'object', properties: { items: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 3 }, minItems: 12, maxItems: 12 } }, required: ['items'], additionalProperties: false },
+    // patterns: positive classes
+    { type: 'object', properties: { a: { type: 'string', pattern: '[a-z]{2,8}' }, b: { type: 'array', items: { type: 'string', pattern: '[a-f0-9]{1,4}' } } }, required: ['a', 'b'], additionalProperties: false },
   ];
 
   it.each(schemas.map((s, i) => [i, s] as const))('schema %i: every step of 20 random walks', async (_i, schema) => {
