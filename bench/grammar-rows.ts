@@ -4,10 +4,9 @@
 // bench/structured.ts (LONG_SCHEMA) and the 200 seeded random schemas of test/doubles/random-schemas.ts,
 // each compiled as the workers compile it (lowerSource + compileSource) over the model's vocabulary.
 // Two paths: `fast`, the worker's now (this tree's lowering, ./src/sidecar/grammar/mask-writer.ts's raw
-// calls, the UTF-8 guard's precomputed clears); `base`, as before: embind's wrappers, the guard's
-// 128-byte test, and the string-tail lowering of git REF (default main: `git show
-// REF:src/sidecar/grammar/string-tail-lookahead.ts`, the one lowering step this bench's branch changed),
-// each schema compiled once per path.
+// calls, the UTF-8 guard's precomputed clears); `base`, as before: embind's wrappers, and git REF's
+// string-tail lowering step and UTF-8 guard (default main: `git show REF:src/sidecar/grammar/…`, the
+// modules this bench's branch changed), each schema compiled once per path.
 // 1. record: per schema, a seeded walk of up to N steps under the base grammar, each token drawn
 //    uniformly from the mask (what random logits do), ending where only stop ids are allowed; the
 //    row's mask is kept per step (the reference);
@@ -87,24 +86,10 @@ async function baseLowering(s: GrammarSource): Promise<GrammarSource> {
     g.dispose();
   }
 }
-// The guard's narrow() as it was before (a test of 128 bytes a row), for the base path.
-const highBytes = new Int32Array(128).fill(-1);
-if (vocab.vocabType === 'byte_fallback')
-  vocab.pieces.forEach((piece, id) => {
-    const m = /^<0x([89A-Fa-f][0-9A-Fa-f])>$/.exec(piece);
-    if (m) highBytes[parseInt(m[1]!, 16) - 0x80] = id;
-  });
-function leadNeed(b: number): number {
-  return b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : 0;
-}
-function narrowBefore(s: Utf8State, buf: Int32Array, row: number): void {
-  for (let b = 0x80; b <= 0xff; b++) {
-    const id = highBytes[b - 0x80]!;
-    if (id < 0) continue;
-    const ok = s.need > 0 ? b >= s.lo && b <= s.hi : { need: leadNeed(b) }.need > 0; // (it allocated a state per byte)
-    if (!ok) buf[row + (id >> 5)]! &= ~(1 << (id & 31));
-  }
-}
+// The base path's UTF-8 guard: REF's (its one import is a type).
+const baseGuardFile = path.join(path.dirname(baseTailsFile), 'utf8-guard.ts');
+await writeFile(baseGuardFile, execFileSync('git', ['show', `${baseRef}:src/sidecar/grammar/utf8-guard.ts`], { cwd: path.join(here, '..') }));
+const baseUtf8 = new ((await import(baseGuardFile)) as { Utf8Guard: typeof Utf8Guard }).Utf8Guard(vocab);
 
 /** A schema's class, by the features that shape its masks. */
 function classOf(schema: object): string {
@@ -130,8 +115,7 @@ function writeRow(p: Path, m: GrammarMatcher, s: Utf8State, buf: Int32Array, row
   if (p === 'base') xg.writeNextTokenBitmask(m, buf, row, knownWords);
   else writer.write(m, buf, row, knownWords);
   buf[row + knownWords - 1]! &= lastWordBits;
-  if (p === 'base') narrowBefore(s, buf, row);
-  else utf8.narrow(s, buf, row);
+  (p === 'base' ? baseUtf8 : utf8).narrow(s, buf, row);
 }
 
 function same(a: Int32Array, b: Int32Array, at: number): boolean {
