@@ -7,6 +7,7 @@ import { rng } from '../../../src/cli/bench-serve/rng.js';
 import { lowerSource } from '../../../src/sidecar/grammar/compile-lowering.js';
 import { compileSource, grammarSource, SEPARATORS, strict, type GrammarSource } from '../../../src/sidecar/grammar/source.js';
 import { literalTries } from '../../../src/sidecar/grammar/literal-tries.js';
+import { randomSchemas } from '../../doubles/random-schemas.js';
 import { stringTailLookaheads } from '../../../src/sidecar/grammar/string-tail-lookahead.js';
 import { grammarVocab } from '../../../src/sidecar/grammar/vocab.js';
 import { loadXgrammar } from '../../../src/sidecar/grammar/xgrammar.js';
@@ -129,4 +130,46 @@ describe('same masks with and without the rewrite (xgrammar, test tokenizer)', (
     expect(steps).toBeGreaterThanOrEqual(60); // 20 walks of 3+ tokens
     expect(closed).toBeGreaterThan(0);
   }, 120_000);
+});
+
+describe('same masks with and without the rewrite: the 200 seeded random schemas (test tokenizer)', () => {
+  it('one walk of up to 40 steps per schema, every mask compared', async () => {
+    const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
+    const vocab = grammarVocab(bundle.tokenizer, bundle.tokenizer.size, bundle.eosIds);
+    const known = vocab.pieces.length;
+    const xg = loadXgrammar();
+    const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, known, vocab.stopIds);
+    const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+    const differing: string[] = [];
+    let rewritten = 0;
+    let steps = 0;
+    for (const [i, schema] of randomSchemas(1, 200).entries()) {
+      const source = grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' });
+      const lowered = await lowerSource(xg, source);
+      const printed = await xg.Grammar.fromJSONSchema(source.text, false, -1, SEPARATORS, strict(source));
+      const without: GrammarSource = { kind: 'ebnf', text: literalTries(printed.toString()) };
+      printed.dispose();
+      if (without.text === lowered.text) continue;
+      rewritten++;
+      const [g0, g1] = [await compileSource(compiler, without), await compileSource(compiler, lowered)];
+      const [m0, m1] = [await xg.GrammarMatcher.createGrammarMatcher(g0, vocab.stopIds), await xg.GrammarMatcher.createGrammarMatcher(g1, vocab.stopIds)];
+      const next = rng(i + 1);
+      for (let s = 0; s < 40 && !m0.isTerminated(); s++, steps++) {
+        const [a, b] = [await m0.getNextTokenBitmask(), await m1.getNextTokenBitmask()];
+        const allowed: number[] = [];
+        for (let id = 0; id < known; id++) {
+          const x = (a[id >> 5]! >>> (id & 31)) & 1;
+          if (x !== ((b[id >> 5]! >>> (id & 31)) & 1)) differing.push(`schema ${i} step ${s} id ${id}`);
+          if (x) allowed.push(id);
+        }
+        const id = allowed[Math.floor(next() * allowed.length)]!;
+        expect(m0.acceptToken(id)).toBe(true);
+        expect(m1.acceptToken(id)).toBe(true);
+      }
+      for (const x of [m0, m1, g0, g1]) x.dispose();
+    }
+    expect(differing).toEqual([]);
+    expect(rewritten).toBeGreaterThan(50); // bounded strings and patterns are common in them
+    expect(steps).toBeGreaterThan(1000);
+  }, 300_000);
 });
