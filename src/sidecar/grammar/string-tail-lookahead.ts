@@ -70,6 +70,8 @@ export function stringTailLookaheads(ebnf: string): string {
       list.push(ref);
       refs.set(ref.name, list);
     }
+    // A rule named inside a lookahead keeps its language: the rewrite adds the quote to a chain's.
+    if (r.lookahead !== null) for (const ref of references(r.lookahead, from)) candidates.delete(ref.name);
   }
   // Greatest fixpoint: drop a candidate with a reference that is neither quoted nor a qualifying tail.
   let changed = true;

@@ -52,6 +52,9 @@ describe('stringTailLookaheads (text)', () => {
     expect(stringTailLookaheads(root)).toBe(root);
     const unused = `s_1 ::= ("" | (${C}))\nroot ::= (("a"))`;
     expect(stringTailLookaheads(unused)).toBe(unused);
+    // named in a lookahead, whose meaning the quote would change
+    const asserted = [`s ::= (("\\"" s_1 "\\""))`, `s_1 ::= ("" | (${C}))`, 'root ::= ((s "x")) (=(s_1 "y"))'].join('\n');
+    expect(stringTailLookaheads(asserted)).toBe(asserted);
   });
 
   it('keeps a rule that has a lookahead already, and classes that may match a quote', () => {
