@@ -9,13 +9,16 @@ import { grammarVocab } from './vocab.js';
 export const GRAMMAR_CACHE_SIZE = 256;
 
 /**
- * Workers. A mask costs xgrammar's WebAssembly build about as much CPU time as a GPU decode step of
- * the whole batch (bench/results/structured-cuda.json): constrained throughput scales with workers.
- * CUDA: every core but a few (the step thread, the event loop, the tokenizer pool); CPU: one per four
- * cores, as the engine's own threads compute the forward pass on the rest.
+ * Workers. Constrained throughput scales with workers while the busiest one's rows set when a step's
+ * last mask lands (bench/README.md, structured output). CUDA: every core the host gives this process
+ * (os.availableParallelism: the affinity mask) but three, for the engine's step thread, the sidecar's
+ * event loop, and the rest (tokenizer pool, the CUDA driver's threads, V8's GC helpers): on the H200's
+ * 16 cores that is 13, which read 78.8% of the unconstrained rate against 12 workers' 71.6% in the
+ * same device call (bench/results/structured-cuda-13workers.json, session 18). At most 16. CPU: one per
+ * four cores, as the engine's own threads compute the forward pass on the rest.
  */
 export function defaultGrammarWorkers(device: 'cpu' | 'cuda', cores = os.availableParallelism()): number {
-  return device === 'cuda' ? Math.min(16, Math.max(1, cores - 4)) : Math.min(4, Math.max(1, Math.floor(cores / 4)));
+  return device === 'cuda' ? Math.min(16, Math.max(1, cores - 3)) : Math.min(4, Math.max(1, Math.floor(cores / 4)));
 }
 
 export function startGrammarPool(bundle: TokenizerBundle, vocabSize: number, workers: number): Promise<GrammarPool> {

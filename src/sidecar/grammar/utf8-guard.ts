@@ -37,6 +37,13 @@ export class Utf8Guard {
   private readonly highBytes = new Int32Array(128).fill(-1);
   /** token id -> its byte, for byte pieces 0x80..0xFF (-1 otherwise). */
   private readonly byteOf: Int16Array;
+  /**
+   * What narrow() clears for each state, built on first use: pairs (word, bits) over the row, one per
+   * word that holds a disallowed high byte piece. Keyed by `need > 0 ? lo << 8 | hi : 0`: a state is one
+   * of six (no character pending, or one of Table 3-7's five continuation ranges), so each row clears a
+   * few words instead of testing 128 bytes.
+   */
+  private readonly clears = new Map<number, Int32Array>();
 
   constructor(vocab: Pick<GrammarVocab, 'pieces' | 'vocabType'>) {
     this.byteOf = new Int16Array(vocab.pieces.length).fill(-1);
@@ -71,11 +78,21 @@ export class Utf8Guard {
 
   /** Clears, in the mask at `buf[row..]` (bit t of word t >> 5), every high byte piece that would make `s` ill-formed. */
   narrow(s: Utf8State, buf: Int32Array, row: number): void {
+    const key = s.need > 0 ? (s.lo << 8) | s.hi : 0;
+    let c = this.clears.get(key);
+    if (c === undefined) this.clears.set(key, (c = this.clearsFor(s)));
+    for (let i = 0; i < c.length; i += 2) buf[row + c[i]!]! &= ~c[i + 1]!;
+  }
+
+  /** The (word, bits) pairs of the high byte pieces that would make `s` ill-formed. */
+  private clearsFor(s: Utf8State): Int32Array {
+    const bits = new Map<number, number>();
     for (let b = 0x80; b <= 0xff; b++) {
       const id = this.highBytes[b - 0x80]!;
       if (id < 0) continue;
       const ok = s.need > 0 ? b >= s.lo && b <= s.hi : afterLead(b).need > 0;
-      if (!ok) buf[row + (id >> 5)]! &= ~(1 << (id & 31));
+      if (!ok) bits.set(id >> 5, (bits.get(id >> 5) ?? 0) | (1 << (id & 31)));
     }
+    return Int32Array.from([...bits].flat());
   }
 }

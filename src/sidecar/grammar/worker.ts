@@ -21,6 +21,7 @@ import { lowerSource } from './compile-lowering.js';
 import { compileSource, parseSource, sourceKey, type GrammarSource } from './source.js';
 import { Utf8Guard, type Utf8State } from './utf8-guard.js';
 import { FatalMessages, loadXgrammar, type XgrammarModule } from './xgrammar.js';
+import { MaskWriter } from './mask-writer.js';
 
 
 interface Session {
@@ -50,6 +51,8 @@ const cache = new Lru<string, Compiled>(data.cacheSize, (g) => g.dispose());
 let checker: XgrammarModule | null = loadXgrammar();
 const sessions = new Map<number, Session>();
 const addon = native();
+// The per-row calls (accept, isTerminated, the mask) without embind's JS wrappers (./mask-writer.ts).
+const calls = new MaskWriter(xg);
 /** A block on the bell ends after this long (ms) so that terminate() and a missed message are noticed. */
 const IDLE_WAIT_MS = 20;
 
@@ -80,12 +83,12 @@ async function compiled(source: GrammarSource): Promise<{ grammar: Compiled; cac
 function publish(s: Session, i: number): void {
   const m = s.matchers[i]!;
   const row = maskRowStart(s.n, words, i);
-  if (m.isTerminated()) {
+  if (calls.isTerminated(m)) {
     // A stop id was accepted but the choice goes on (min_tokens): nothing but stop ids, as before it.
     s.buf.fill(0, row, row + words);
     for (const t of s.stopIds) s.buf[row + (t >> 5)]! |= 1 << (t & 31);
   } else {
-    xg.writeNextTokenBitmask(m, s.buf, row, knownWords);
+    calls.write(m, s.buf, row, knownWords);
     s.buf[row + knownWords - 1]! &= lastWordBits;
     utf8.narrow(s.utf8[i]!, s.buf, row);
   }
@@ -159,7 +162,7 @@ function serveTokens(): boolean {
         s.counts[i] = posted;
         continue;
       }
-      if (!m.isTerminated() && !m.acceptToken(token)) {
+      if (!calls.isTerminated(m) && !calls.accept(m, token)) {
         s.counts[i] = posted; // failed: nothing more is read for it
         fail(key, s, i, `structured output: the grammar rejected token ${token}`);
         continue;
