@@ -40,7 +40,7 @@ export async function startGateway(cfg: Config, engine: EngineClient, logger: Cl
   const g = cfg.gateway;
   const handle = createApp({
     engine,
-    parseLargeBody: (bytes) => processCodec().parseBody(bytes),
+    parseLargeBody: (bytes, schema) => processCodec().parseBody(bytes, schema),
     apiKey: g.apiKey,
     allowedOrigins: g.allowedOrigins,
     servedModelName: g.servedModelName,

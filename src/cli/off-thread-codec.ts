@@ -14,6 +14,8 @@
 // A worker that dies fails its jobs (the caller answers them as errors) and is replaced.
 
 import type { Worker } from 'node:worker_threads';
+import { z } from 'zod';
+import type { BodySchemaName } from '../gateway/body-schemas.js';
 import { ApiError } from '../gateway/errors.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { FrameError, type Frame } from '../protocol/framing.js';
@@ -25,16 +27,18 @@ export const RECYCLE_BYTES = 8 * 1024 * 1024;
 export const RECYCLE_IDLE_MS = 1000;
 
 export type CodecJob =
-  | { id: number; op: 'parse'; bytes: Uint8Array }
+  | { id: number; op: 'parse'; bytes: Uint8Array; schema?: BodySchemaName }
   | { id: number; op: 'encode'; type: MsgTypeName; body: unknown; maxFrameBytes: number }
   | { id: number; op: 'decode'; type: number; payload: Uint8Array };
 export interface CodecReply {
   id: number;
-  json?: Record<string, unknown>;
+  json?: unknown;
   parts?: Uint8Array[];
   msg?: Message;
-  error?: { kind: 'api' | 'protocol' | 'frame' | 'other'; message: string };
+  error?: { kind: 'api' | 'protocol' | 'frame' | 'zod' | 'other'; message: string };
   api?: { status: number; code: string; param: string | null };
+  /** With kind 'zod': the schema's issues, as its parse would have thrown them. */
+  issues?: z.core.$ZodIssue[];
 }
 
 /** The buffers of `views` that can be transferred: each one a view of its whole, unshared ArrayBuffer. */
@@ -73,8 +77,9 @@ export class OffThreadCodec implements FrameCodec {
   }
 
   /** A request body as readJsonBody's checks leave it; rejects with the same ApiError. */
-  async parseBody(bytes: Uint8Array): Promise<Record<string, unknown>> {
-    return (await this.run({ id: 0, op: 'parse', bytes }, bytes.byteLength, [bytes])).json!;
+  /** The body as a JSON object; with `schema`, validated by it: the schema's output (../gateway/body.ts: BodyParser). */
+  async parseBody(bytes: Uint8Array, schema?: BodySchemaName): Promise<unknown> {
+    return (await this.run({ id: 0, op: 'parse', bytes, ...(schema ? { schema } : {}) }, bytes.byteLength, [bytes])).json!;
   }
 
   async encode<T extends MsgTypeName>(type: T, body: MessageBody<T>, maxFrameBytes: number): Promise<Uint8Array[]> {
@@ -147,6 +152,7 @@ function toResult(r: CodecReply): CodecReply {
   if (kind === 'api' && r.api) throw new ApiError(r.api.status, message, r.api.code, r.api.param);
   if (kind === 'protocol') throw new ProtocolError(message);
   if (kind === 'frame') throw new FrameError(message);
+  if (kind === 'zod' && r.issues) throw new z.ZodError(r.issues);
   throw new Error(message);
 }
 

@@ -1,10 +1,12 @@
 // The worker codec (src/cli/off-thread-codec.ts): what it answers is what the in-thread functions give
-// (parseJsonBytes, encodeMessageParts, decodeMessage), its errors are the same classes with the same
+// (parseJsonBytes, the routes' zod schemas, encodeMessageParts, decodeMessage), its errors are the same classes with the same
 // messages and statuses, the bytes handed to it are transferred (not copied), and a worker that has
 // handled RECYCLE_BYTES is replaced once idle.
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { MAX_JSON_DEPTH, parseJsonBytes } from '../../src/gateway/body.js';
-import { ApiError } from '../../src/gateway/errors.js';
+import { BODY_SCHEMAS } from '../../src/gateway/body-schemas.js';
+import { ApiError, toHttpError } from '../../src/gateway/errors.js';
 import { OffThreadCodec, RECYCLE_BYTES } from '../../src/cli/off-thread-codec.js';
 import { FrameDecoder, FrameError } from '../../src/protocol/framing.js';
 import { decodeMessage, encodeMessage, encodeMessageParts, ProtocolError } from '../../src/protocol/messages.js';
@@ -52,6 +54,41 @@ describe('OffThreadCodec.parseBody', () => {
   });
 });
 
+describe('OffThreadCodec.parseBody with a schema', () => {
+  // A 4,096-message chat: the size of issue #26's attack row, whose validation held the gateway's loop.
+  const messages = Array.from({ length: 4096 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}` }));
+
+  it("gives the schema's output, as the route's own parse gives it", async () => {
+    for (const [name, body] of [
+      ['chat', { model: 'm', messages, max_tokens: 4, logit_bias: { '7': 1 } }],
+      ['tokenize', { model: 'm', messages }],
+      ['completion', { model: 'm', prompt: Array.from({ length: 50_000 }, (_, i) => i % 1000), stream: true }],
+    ] as const) {
+      const want = BODY_SCHEMAS[name].parse(body);
+      expect(await codec.parseBody(enc.encode(JSON.stringify(body)), name)).toEqual(want);
+    }
+  });
+
+  it('refuses what the schema refuses, with the same HTTP error (status, message, param)', async () => {
+    const bad = [
+      ['chat', { model: 'm', messages: [...messages, { role: 'user', content: 5 }] }],
+      ['chat', { model: 'm', messages, logit_bias: { __proto__x: 1 } }],
+      ['completion', { model: 'm', prompt: 'x', max_tokens: -1 }],
+      ['tokenize', { model: 'm' }],
+    ] as const;
+    for (const [name, body] of bad) {
+      const inThread = BODY_SCHEMAS[name].safeParse(body);
+      expect(inThread.success).toBe(false);
+      const off = await codec.parseBody(enc.encode(JSON.stringify(body)), name).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(off).toBeInstanceOf(z.ZodError);
+      expect(toHttpError(off)).toEqual(toHttpError(inThread.error));
+    }
+  });
+});
+
 describe('OffThreadCodec.encode / decode', () => {
   const tokenize = { cid: 7, req: { prompt: 'é'.repeat(100_000), addSpecialTokens: true, addGenerationPrompt: false } };
 
@@ -81,7 +118,7 @@ describe('OffThreadCodec recycling', () => {
     try {
       const before = fresh.started;
       const big = enc.encode(JSON.stringify({ pad: 'x'.repeat(RECYCLE_BYTES) }));
-      expect((await fresh.parseBody(big)).pad).toHaveLength(RECYCLE_BYTES);
+      expect(((await fresh.parseBody(big)) as { pad: string }).pad).toHaveLength(RECYCLE_BYTES);
       expect(fresh.started).toBe(before + 1);
       expect(await fresh.parseBody(enc.encode('{"a":1}'))).toEqual({ a: 1 });
     } finally {

@@ -1,7 +1,9 @@
 // readJsonBody's two reading paths: a declared content-length (the body is taken whole: the runtime's
 // fast path) and none (a stream pulled under the limit). Both enforce the same limit.
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, LARGE_BODY_BYTES, MAX_JSON_DEPTH, OFF_THREAD_BODY_BYTES, parseJsonBytes, readJsonBody } from '../../src/gateway/body.js';
+import { z } from 'zod';
+import { BODY_SCHEMAS, type BodySchemaName } from '../../src/gateway/body-schemas.js';
+import { jsonDepth, LARGE_BODY_BYTES, MAX_JSON_DEPTH, OFF_THREAD_BODY_BYTES, parseJsonBytes, readJsonBody, readValidBody } from '../../src/gateway/body.js';
 import { ApiError } from '../../src/gateway/errors.js';
 
 const post = (body: BodyInit, headers: Record<string, string> = {}) =>
@@ -95,6 +97,29 @@ describe('readJsonBody of a large body', () => {
     expect(passesBefore).toBeGreaterThanOrEqual(3);
     const deep = `{"pad":"${'x'.repeat(LARGE_BODY_BYTES)}","a":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`;
     expect(await status(readJsonBody(post(deep), 8 * LARGE_BODY_BYTES))).toBe(400);
+  });
+});
+
+describe('readValidBody', () => {
+  const body = { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(OFF_THREAD_BODY_BYTES) }] };
+  const json = JSON.stringify(body);
+
+  it('validates here what it parses here, and hands the schema name with the bodies it hands over', async () => {
+    const given: (string | undefined)[] = [];
+    const parser = async (bytes: Uint8Array, schema?: BodySchemaName) => {
+      given.push(schema);
+      return BODY_SCHEMAS[schema!].parse(parseJsonBytes(bytes));
+    };
+    const want = BODY_SCHEMAS.chat.parse(body);
+    expect(await readValidBody(post(json), 8 * OFF_THREAD_BODY_BYTES, 'chat', parser)).toEqual(want);
+    expect(given).toEqual(['chat']);
+    const small = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+    expect(await readValidBody(post(JSON.stringify(small)), 8 * OFF_THREAD_BODY_BYTES, 'chat', parser)).toEqual(BODY_SCHEMAS.chat.parse(small));
+    expect(given).toEqual(['chat']);
+    // Validated here too: the schema's error, with no parser or a small body.
+    const bad = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 5 }] });
+    await expect(readValidBody(post(bad), 8 * OFF_THREAD_BODY_BYTES, 'chat')).rejects.toBeInstanceOf(z.ZodError);
+    await expect(readValidBody(post(bad), 8 * OFF_THREAD_BODY_BYTES, 'chat', parser)).rejects.toBeInstanceOf(z.ZodError);
   });
 });
 

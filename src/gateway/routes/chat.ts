@@ -10,7 +10,7 @@
 //    top, `token_ids` per choice).
 
 import type { PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
-import { readJsonBody } from '../body.js';
+import { readValidBody } from '../body.js';
 import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { checkSequences } from '../sequence-limit.js';
@@ -20,7 +20,7 @@ import { chatLogprobContent, fingerprint, head, randomId, type Envelope } from '
 import { vllmPromptLogprobs } from '../prompt-logprobs.js';
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
-import { chatRequestSchema, type ChatMessageIn } from '../schemas.js';
+import { type ChatMessageIn } from '../schemas.js';
 import { sseResponse, stallGuard } from '../sse.js';
 import { finishWithCalls, newCallStream, pieceDelta, toolMessage } from '../tools/message.js';
 import { toolPlan, type ToolPlan } from '../tools/plan.js';
@@ -30,9 +30,8 @@ import { structuredConstraint } from '../structured-output.js';
 export function chatHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
     const rec = c.get('rec');
-    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody);
+    const body = await readValidBody(c.req.raw, deps.maxBodyBytes, 'chat', deps.parseLargeBody);
     rec.mark('gw.body');
-    const body = chatRequestSchema.parse(json);
     const { info, name } = await resolveModel(c.var.engine, deps, body.model);
     const plan = streamPlan(body);
     const n = body.n ?? 1; // 1..MAX_N (the schema)

@@ -11,7 +11,7 @@
 // `token_ids` per choice).
 
 import type { Prompt, PromptLogprob, SubmitRequest } from '../../protocol/engine-client.js';
-import { readJsonBody } from '../body.js';
+import { readValidBody } from '../body.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { checkSequences } from '../sequence-limit.js';
 import { startRuns, streamed, type RunGroup } from '../engine-run.js';
@@ -20,7 +20,7 @@ import { appendCompletionLogprobs, emptyCompletionLogprobs, fingerprint, head, r
 import { Progress, type OpenAIFinish } from '../progress.js';
 import { appendEchoLogprobs, vllmPromptLogprobs } from '../prompt-logprobs.js';
 import { buildSampling, streamPlan, type StreamPlan } from '../sampling.js';
-import { completionRequestSchema, type CompletionRequest } from '../schemas.js';
+import { type CompletionRequest } from '../schemas.js';
 import { sseResponse, stallGuard } from '../sse.js';
 import { structuredConstraint } from '../structured-output.js';
 
@@ -51,9 +51,8 @@ const promptIds = (p: Prompt, echoed: number[] | undefined): number[] => (p.kind
 export function completionsHandler(deps: RouteDeps) {
   return async (c: AppContext): Promise<Response> => {
     const rec = c.get('rec');
-    const json = await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody);
+    const body = await readValidBody(c.req.raw, deps.maxBodyBytes, 'completion', deps.parseLargeBody);
     rec.mark('gw.body');
-    const body = completionRequestSchema.parse(json);
     const { info, name } = await resolveModel(c.var.engine, deps, body.model);
     const plan = streamPlan(body);
     const n = body.n ?? 1; // 1..MAX_N (the schema)

@@ -5,18 +5,17 @@
 //     (more than SLICE ids: the same JSON, written in slices: ../json-slices.ts)
 //   {model?, tokens} → {prompt}
 
-import { readJsonBody } from '../body.js';
+import { readValidBody } from '../body.js';
 import { toEngineMessage } from '../chat-messages.js';
 import { resolveModel, type AppContext, type RouteDeps } from '../deps.js';
 import { badRequest } from '../errors.js';
 import { SLICE, slicedJsonBody, type SlicedArray } from '../json-slices.js';
-import { detokenizeRequestSchema, tokenizeRequestSchema } from '../schemas.js';
 import { checkTools, toolDefinitions } from '../tools/plan.js';
 import { chatTemplateInputs } from '../tools/prompt.js';
 
 export function tokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
-    const body = tokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody));
+    const body = await readValidBody(c.req.raw, deps.maxBodyBytes, 'tokenize', deps.parseLargeBody);
     await resolveModel(c.var.engine, deps, body.model);
     const chat = 'messages' in body;
     const returnTokenStrs = body.return_token_strs === true;
@@ -42,7 +41,7 @@ export function tokenizeHandler(deps: RouteDeps) {
 
 export function detokenizeHandler(deps: RouteDeps) {
   return async (c: AppContext) => {
-    const body = detokenizeRequestSchema.parse(await readJsonBody(c.req.raw, deps.maxBodyBytes, deps.parseLargeBody));
+    const body = await readValidBody(c.req.raw, deps.maxBodyBytes, 'detokenize', deps.parseLargeBody);
     const { info } = await resolveModel(c.var.engine, deps, body.model);
     const bad = body.tokens.find((t) => t >= info.vocabSize);
     if (bad !== undefined) {
