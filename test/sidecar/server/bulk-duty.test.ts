@@ -1,10 +1,12 @@
-// The tokenizer pool's duty cycle (src/sidecar/server/bulk-duty.ts): while the engine has live requests a
-// bulk worker pauses between slices; with none it never pauses; the engine host sets the flag as
+// The tokenizer pool's duty cycle (src/sidecar/server/bulk-duty.ts): while the engine has live requests and
+// the scheduler keeps it waiting, a bulk worker pauses between slices; with none, or with cores to spare,
+// it never pauses; the engine host sets the flag as
 // requests come and go; the end of the last request wakes a paused worker. Clocks are the tests' own
 // where a slice is measured; the rest asserts states (pause counts, flags, wake-ups), never durations.
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BULK_PAUSE_MS, BULK_SLICE_MS, BulkDuty, installDutyPacer } from '../../../src/sidecar/server/bulk-duty.js';
+import { BULK_PAUSE_MS, BULK_SLICE_MS, BulkDuty, hostSaturated, installDutyPacer } from '../../../src/sidecar/server/bulk-duty.js';
 import { TokenizePool } from '../../../src/sidecar/server/tokenize-pool.js';
 import { PACE_EVERY, pacePoint, setPacer } from '../../../src/sidecar/tokenizer/pace.js';
 import { loadTokenizerBundle, type TokenizerBundle } from '../../../src/sidecar/tokenizer/index.js';
@@ -12,8 +14,11 @@ import { TOKENIZER_DIR, makeHost, request } from './helpers.js';
 
 afterEach(() => setPacer(null));
 
-/** A pacer on a fake clock: `work(units, msPerUnit)` runs pace points and advances the clock by each unit's cost. */
-function fakePacer(duty: BulkDuty) {
+/**
+ * A pacer on a fake clock: `work(units, msPerUnit)` runs pace points and advances the clock by each
+ * unit's cost. `contended` is the host's state the pacer reads.
+ */
+function fakePacer(duty: BulkDuty, contended: { on: boolean } = { on: true }) {
   let clock = 0;
   const sleeps: number[] = [];
   const pacer = installDutyPacer(
@@ -23,6 +28,7 @@ function fakePacer(duty: BulkDuty) {
       sleeps.push(ms);
       clock += ms;
     },
+    () => contended.on,
   );
   const work = (units: number, msPerUnit: number) => {
     for (let i = 0; i < units; i++) {
@@ -34,7 +40,7 @@ function fakePacer(duty: BulkDuty) {
 }
 
 describe('duty cycle (fake clock)', () => {
-  it(`live: a pause of ${BULK_PAUSE_MS} ms after each ${BULK_SLICE_MS} ms slice of work; not live: none`, () => {
+  it(`live and contended: a pause of ${BULK_PAUSE_MS} ms after each ${BULK_SLICE_MS} ms slice of work; not live: none`, () => {
     const duty = new BulkDuty();
     const { pacer, sleeps, work } = fakePacer(duty);
     const perUnit = BULK_SLICE_MS / (PACE_EVERY * 8); // a slice is 8 pacer runs
@@ -51,6 +57,20 @@ describe('duty cycle (fake clock)', () => {
     expect(pacer.pauses).toBe(10);
   });
 
+  it('live with cores to spare: no pause; live with threads waiting for a core: a pause after each slice', () => {
+    const duty = new BulkDuty();
+    duty.live = true;
+    const contended = { on: false };
+    const { pacer, work } = fakePacer(duty, contended);
+    const perUnit = BULK_SLICE_MS / (PACE_EVERY * 8);
+    pacer.begin();
+    work(PACE_EVERY * 8 * 10, perUnit);
+    expect(pacer.pauses).toBe(0);
+    contended.on = true;
+    work(PACE_EVERY * 8 * 10, perUnit);
+    expect(pacer.pauses).toBe(10);
+  });
+
   it('begin() gives a job its whole first slice: a worker idle for a while does not pause at once', () => {
     const duty = new BulkDuty();
     duty.live = true;
@@ -60,6 +80,29 @@ describe('duty cycle (fake clock)', () => {
     pacer.begin();
     work(PACE_EVERY * 3, BULK_SLICE_MS / (PACE_EVERY * 4)); // three quarters of a slice
     expect(pacer.pauses).toBe(before);
+  });
+});
+
+describe('hostSaturated', () => {
+  it('reads more runnable threads than cores while spinners fill every core, and none above the host when given its thread count', async () => {
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const n = availableParallelism();
+    const started = new Int32Array(new SharedArrayBuffer(4));
+    const spinners = Array.from({ length: n + 1 }, () =>
+      new Worker(
+        `const { workerData: [s, f] } = require('node:worker_threads'); const a = new Int32Array(s), b = new Int32Array(f); Atomics.add(a, 0, 1); while (Atomics.load(b, 0) === 0);`,
+        { eval: true, workerData: [started.buffer, stop.buffer] },
+      ),
+    );
+    try {
+      while (Atomics.load(started, 0) < n + 1) await new Promise((r) => setImmediate(r));
+      // n + 1 spinners and this thread are runnable: more than n cores, whichever the kernel samples.
+      expect(hostSaturated(n)()).toBe(true);
+      expect(hostSaturated(1 << 20)()).toBe(false);
+    } finally {
+      Atomics.store(stop, 0, 1);
+      await Promise.all(spinners.map((w) => w.terminate()));
+    }
   });
 });
 
@@ -105,15 +148,30 @@ describe('tokenize pool and engine host', () => {
   afterAll(() => pool.close());
   const big = 'Streams first, megabytes after: 你好，世界。 '.repeat(8000); // ~300 k characters: tens of slices
 
-  it('a large job pauses while requests are live, never when none is, and gives the same ids', async () => {
+  /** Runs `work` with every core kept busy by threads at this thread's priority (above the worker's). */
+  async function saturated<T>(work: () => Promise<T>): Promise<T> {
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const spinners = Array.from({ length: availableParallelism() }, () =>
+      new Worker(`const f = new Int32Array(require('node:worker_threads').workerData); while (Atomics.load(f, 0) === 0);`, { eval: true, workerData: stop.buffer }),
+    );
+    try {
+      return await work();
+    } finally {
+      Atomics.store(stop, 0, 1);
+      await Promise.all(spinners.map((w) => w.terminate()));
+    }
+  }
+
+  it('a large job on a saturated host pauses while requests are live, never when none is, and gives the same ids', async () => {
     const want = bundle.tokenize({ prompt: big, addSpecialTokens: true }).tokens;
+    const job = () => pool.tokenize({ prompt: big, addSpecialTokens: true }, big.length);
     pool.duty.live = false;
     let before = pool.pauses;
-    expect(Array.from(await pool.tokenize({ prompt: big, addSpecialTokens: true }, big.length))).toEqual(want);
+    expect(Array.from(await saturated(job))).toEqual(want);
     expect(pool.pauses).toBe(before);
     pool.duty.live = true;
     before = pool.pauses;
-    expect(Array.from(await pool.tokenize({ prompt: big, addSpecialTokens: true }, big.length))).toEqual(want);
+    expect(Array.from(await saturated(job))).toEqual(want);
     expect(pool.pauses).toBeGreaterThan(before);
     pool.duty.live = false;
   });
