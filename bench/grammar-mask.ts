@@ -13,13 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { lowerSource } from '../src/sidecar/grammar/compile-lowering.js';
 import { compileSource, grammarSource, SEPARATORS, strict, type GrammarSource } from '../src/sidecar/grammar/source.js';
 import { literalTries } from '../src/sidecar/grammar/literal-tries.js';
-import { grammarVocab } from '../src/sidecar/grammar/vocab.js';
-import { loadXgrammar } from '../src/sidecar/grammar/xgrammar.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
-import { ensureDefaultModelDir } from '../src/sidecar/model/default-bundle.js';
-import { loadTokenizerBundle } from '../src/sidecar/tokenizer/index.js';
 import { rng } from '../src/cli/bench-serve/rng.js';
-import { fullVocabDir } from './structured-vocab.js';
+import { grammarBenchSetup } from './structured-vocab.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const arg = (name: string, d: string) => {
@@ -54,14 +49,7 @@ const SCHEMAS: Record<string, object> = {
   },
 };
 
-const { dir: baseDir } = await ensureDefaultModelDir({ weights: true });
-const dir = vocabKind === 'full' ? await fullVocabDir(baseDir, (await readCheckpoint(baseDir)).config.native.vocabSize) : baseDir;
-const bundle = await loadTokenizerBundle(dir);
-const vocabSize = (await readCheckpoint(dir)).config.native.vocabSize;
-const vocab = grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds);
-const xg = loadXgrammar();
-const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, vocab.pieces.length, vocab.stopIds);
-const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+const { vocab, xg, compiler } = await grammarBenchSetup(vocabKind);
 console.log(`[grammar-mask] ${vocab.pieces.length} pieces (${vocabKind}), ${STEPS} steps per schema`);
 
 const variants: [string, GrammarSource][] = [];

@@ -27,16 +27,11 @@ import type { CompiledGrammar, GrammarMatcher } from '@mlc-ai/web-xgrammar';
 import { lowerSource } from '../src/sidecar/grammar/compile-lowering.js';
 import { compileSource, grammarSource, SEPARATORS, strict, type GrammarSource } from '../src/sidecar/grammar/source.js';
 import { literalTries } from '../src/sidecar/grammar/literal-tries.js';
-import { grammarVocab } from '../src/sidecar/grammar/vocab.js';
 import { Utf8Guard, type Utf8State } from '../src/sidecar/grammar/utf8-guard.js';
-import { loadXgrammar } from '../src/sidecar/grammar/xgrammar.js';
 import { MaskWriter } from '../src/sidecar/grammar/mask-writer.js';
-import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
-import { ensureDefaultModelDir } from '../src/sidecar/model/default-bundle.js';
-import { loadTokenizerBundle } from '../src/sidecar/tokenizer/index.js';
 import { rng } from '../src/cli/bench-serve/rng.js';
 import { randomSchemas } from '../test/doubles/random-schemas.js';
-import { fullVocabDir } from './structured-vocab.js';
+import { grammarBenchSetup } from './structured-vocab.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -59,14 +54,7 @@ const LONG_SCHEMA = {
   additionalProperties: false,
 };
 
-const { dir: baseDir } = await ensureDefaultModelDir({ weights: true });
-const dir = vocabKind === 'full' ? await fullVocabDir(baseDir, (await readCheckpoint(baseDir)).config.native.vocabSize) : baseDir;
-const bundle = await loadTokenizerBundle(dir);
-const vocabSize = (await readCheckpoint(dir)).config.native.vocabSize;
-const vocab = grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds);
-const xg = loadXgrammar();
-const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, vocab.pieces.length, vocab.stopIds);
-const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+const { vocabSize, vocab, xg, compiler } = await grammarBenchSetup(vocabKind);
 const known = vocab.pieces.length;
 const words = Math.ceil(vocabSize / 32);
 const knownWords = Math.ceil(known / 32);

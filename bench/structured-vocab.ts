@@ -9,6 +9,11 @@
 import { mkdir, readdir, readFile, symlink, writeFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { rng } from '../src/cli/bench-serve/rng.js';
+import { grammarVocab } from '../src/sidecar/grammar/vocab.js';
+import { loadXgrammar } from '../src/sidecar/grammar/xgrammar.js';
+import { readCheckpoint } from '../src/sidecar/model/checkpoint.js';
+import { ensureDefaultModelDir } from '../src/sidecar/model/default-bundle.js';
+import { loadTokenizerBundle } from '../src/sidecar/tokenizer/index.js';
 
 const PUNCT = ['"', '\\', '{', '}', '[', ']', ':', ',', '.', '!', '?', '(', ')', '-', '_', '/', "'", '*', '#', '=', ' '];
 
@@ -48,4 +53,21 @@ export async function fullVocabDir(dir: string, vocabSize: number): Promise<stri
   }
   await writeFile(path.join(out, 'tokenizer.json'), JSON.stringify(tok));
   return out;
+}
+
+/**
+ * What the grammar microbenchmarks (grammar-mask.ts, grammar-rows.ts) start from: the default model's
+ * tokenizer (`full`: padded to its real vocabulary by fullVocabDir; `test`: the small test tokenizer),
+ * its vocabulary as xgrammar takes it, and an xgrammar compiler over it.
+ */
+export async function grammarBenchSetup(vocabKind: string) {
+  const { dir: baseDir } = await ensureDefaultModelDir({ weights: true });
+  const dir = vocabKind === 'full' ? await fullVocabDir(baseDir, (await readCheckpoint(baseDir)).config.native.vocabSize) : baseDir;
+  const bundle = await loadTokenizerBundle(dir);
+  const vocabSize = (await readCheckpoint(dir)).config.native.vocabSize;
+  const vocab = grammarVocab(bundle.tokenizer, vocabSize, bundle.eosIds);
+  const xg = loadXgrammar();
+  const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, vocab.pieces.length, vocab.stopIds);
+  const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+  return { bundle, vocabSize, vocab, xg, info, compiler };
 }

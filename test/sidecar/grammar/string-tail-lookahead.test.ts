@@ -2,6 +2,7 @@
 // moved into the chain and the lookaheads (text), and that they change no mask: the same random walks
 // under the grammar with and without the step, every step's mask compared over the test tokenizer's ids
 // (xgrammar's own matcher).
+import type * as Xgrammar from '@mlc-ai/web-xgrammar';
 import { describe, expect, it } from 'vitest';
 import { rng } from '../../../src/cli/bench-serve/rng.js';
 import { lowerSource } from '../../../src/sidecar/grammar/compile-lowering.js';
@@ -17,6 +18,30 @@ import { TOKENIZER_DIR } from '../server/helpers.js';
 const C = '[^\\"\\\\\\0-\\x1f]'; // the string-character class as xgrammar prints it
 const Q = '("\\"")'; // a chain rule's closing-quote alternative
 const END = '"\\""'; // the quote literal
+
+type Matcher = Xgrammar.GrammarMatcher;
+
+/**
+ * Walks two matchers in lockstep, up to `max` tokens or until m0 terminates: each step draws a token
+ * uniformly (`next`) from m0's mask over the first `known` ids, records under `tag` every id whose bit
+ * differs between the two masks, and has both accept the token. Returns the steps taken.
+ */
+async function walkInLockstep(m0: Matcher, m1: Matcher, known: number, max: number, next: () => number, tag: string, differing: string[]): Promise<number> {
+  let s = 0;
+  for (; s < max && !m0.isTerminated(); s++) {
+    const [a, b] = [await m0.getNextTokenBitmask(), await m1.getNextTokenBitmask()];
+    const allowed: number[] = [];
+    for (let id = 0; id < known; id++) {
+      const x = (a[id >> 5]! >>> (id & 31)) & 1;
+      if (x !== ((b[id >> 5]! >>> (id & 31)) & 1)) differing.push(`${tag} step ${s} id ${id}`);
+      if (x) allowed.push(id);
+    }
+    const id = allowed[Math.floor(next() * allowed.length)]!;
+    expect(m0.acceptToken(id)).toBe(true);
+    expect(m1.acceptToken(id)).toBe(true);
+  }
+  return s;
+}
 
 describe('stringTailLookaheads (text)', () => {
   it('ends a chain whose head is followed by a closing quote in the quote, through every tail, with what follows as a lookahead', () => {
@@ -111,18 +136,7 @@ describe('same masks with and without the rewrite (xgrammar, test tokenizer)', (
     for (let walk = 0; walk < 20; walk++) {
       const next = rng(walk + 1);
       const [m0, m1] = [await xg.GrammarMatcher.createGrammarMatcher(g0, vocab.stopIds), await xg.GrammarMatcher.createGrammarMatcher(g1, vocab.stopIds)];
-      for (let s = 0; s < 80 && !m0.isTerminated(); s++, steps++) {
-        const [a, b] = [await m0.getNextTokenBitmask(), await m1.getNextTokenBitmask()];
-        const allowed: number[] = [];
-        for (let id = 0; id < known; id++) {
-          const x = (a[id >> 5]! >>> (id & 31)) & 1;
-          if (x !== ((b[id >> 5]! >>> (id & 31)) & 1)) differing.push(`walk ${walk} step ${s} id ${id}`);
-          if (x) allowed.push(id);
-        }
-        const id = allowed[Math.floor(next() * allowed.length)]!;
-        expect(m0.acceptToken(id)).toBe(true);
-        expect(m1.acceptToken(id)).toBe(true);
-      }
+      steps += await walkInLockstep(m0, m1, known, 80, next, `walk ${walk}`, differing);
       if (m0.isTerminated()) closed++;
       m0.dispose();
       m1.dispose();
@@ -157,18 +171,7 @@ describe('same masks with and without the rewrite: the 200 seeded random schemas
       const [g0, g1] = [await compileSource(compiler, without), await compileSource(compiler, lowered)];
       const [m0, m1] = [await xg.GrammarMatcher.createGrammarMatcher(g0, vocab.stopIds), await xg.GrammarMatcher.createGrammarMatcher(g1, vocab.stopIds)];
       const next = rng(i + 1);
-      for (let s = 0; s < 40 && !m0.isTerminated(); s++, steps++) {
-        const [a, b] = [await m0.getNextTokenBitmask(), await m1.getNextTokenBitmask()];
-        const allowed: number[] = [];
-        for (let id = 0; id < known; id++) {
-          const x = (a[id >> 5]! >>> (id & 31)) & 1;
-          if (x !== ((b[id >> 5]! >>> (id & 31)) & 1)) differing.push(`schema ${i} step ${s} id ${id}`);
-          if (x) allowed.push(id);
-        }
-        const id = allowed[Math.floor(next() * allowed.length)]!;
-        expect(m0.acceptToken(id)).toBe(true);
-        expect(m1.acceptToken(id)).toBe(true);
-      }
+      steps += await walkInLockstep(m0, m1, known, 40, next, `schema ${i}`, differing);
       for (const x of [m0, m1, g0, g1]) x.dispose();
     }
     expect(differing).toEqual([]);
