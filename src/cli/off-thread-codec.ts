@@ -152,7 +152,9 @@ function toResult(r: CodecReply): CodecReply {
   if (kind === 'api' && r.api) throw new ApiError(r.api.status, message, r.api.code, r.api.param);
   if (kind === 'protocol') throw new ProtocolError(message);
   if (kind === 'frame') throw new FrameError(message);
-  if (kind === 'zod' && r.issues) throw new z.ZodError(r.issues);
+  // NOTE: ZodRealError, what a schema's parse throws: zod 4's plain ZodError is no Error instance, and
+  // Hono's onError sees only Errors (anything else escapes it: an empty 500 and an uncaught exception).
+  if (kind === 'zod' && r.issues) throw new z.ZodRealError(r.issues);
   throw new Error(message);
 }
 

@@ -5,12 +5,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MAX_JSON_DEPTH, parseJsonBytes } from '../../src/gateway/body.js';
+import { createApp } from '../../src/gateway/app.js';
 import { BODY_SCHEMAS } from '../../src/gateway/body-schemas.js';
 import { ApiError, toHttpError } from '../../src/gateway/errors.js';
 import { OffThreadCodec, RECYCLE_BYTES } from '../../src/cli/off-thread-codec.js';
 import { FrameDecoder, FrameError } from '../../src/protocol/framing.js';
 import { decodeMessage, encodeMessage, encodeMessageParts, ProtocolError } from '../../src/protocol/messages.js';
 import { concatBytes } from '../doubles/bytes.js';
+import { FakeEngineClient } from '../doubles/fake-engine-client.js';
 
 const codec = new OffThreadCodec();
 afterAll(() => codec.close());
@@ -72,6 +74,7 @@ describe('OffThreadCodec.parseBody with a schema', () => {
   it('refuses what the schema refuses, with the same HTTP error (status, message, param)', async () => {
     const bad = [
       ['chat', { model: 'm', messages: [...messages, { role: 'user', content: 5 }] }],
+      ['chat', { model: 'm', messages: [...messages, ...messages] }], // past MAX_CHAT_MESSAGES
       ['chat', { model: 'm', messages, logit_bias: { __proto__x: 1 } }],
       ['completion', { model: 'm', prompt: 'x', max_tokens: -1 }],
       ['tokenize', { model: 'm' }],
@@ -83,9 +86,22 @@ describe('OffThreadCodec.parseBody with a schema', () => {
         () => null,
         (e: unknown) => e,
       );
+      // An Error (the HTTP layer's error handler takes only Errors) and the schema's own class.
+      expect(off).toBeInstanceOf(Error);
       expect(off).toBeInstanceOf(z.ZodError);
       expect(toHttpError(off)).toEqual(toHttpError(inThread.error));
+      expect(toHttpError(off).status).toBe(400);
     }
+  });
+});
+
+describe('the gateway with the codec as its body parser', () => {
+  it('answers a large body its schema refuses with the 400 the in-thread path gives, as an OpenAI error (session 19: an empty 500)', async () => {
+    const { app } = createApp({ engine: new FakeEngineClient(), parseLargeBody: (bytes, schema) => codec.parseBody(bytes, schema) });
+    const messages = Array.from({ length: 5000 }, () => ({ role: 'user', content: 'x' }));
+    const res = await app.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual(toHttpError(BODY_SCHEMAS.chat.safeParse({ model: 'm', messages }).error).body);
   });
 });
 
