@@ -11,8 +11,8 @@
 export const TRACE_STAGES = [
   'client.send', //   the client writes the HTTP request (bench)
   'gw.recv', //       gateway: the request reaches the Hono app
-  'gw.body', //       gateway: body read, UTF-8 checked, JSON.parse'd
-  'gw.parsed', //     gateway: zod-validated, sampling built
+  'gw.body', //       gateway: body read, UTF-8 checked, JSON.parse'd, zod-validated (one pass for a large body, in the codec worker)
+  'gw.parsed', //     gateway: sampling built, the request checked against the model
   'gw.submit', //     gateway: SUBMIT frame written to the engine socket
   'sc.recv', //       sidecar: the socket chunk carrying the SUBMIT frame arrives
   'sc.decoded', //    sidecar: frame decoded and zod-validated
