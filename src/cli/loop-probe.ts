@@ -17,10 +17,8 @@
 // starts a new window, so a test brackets an attack with two signals to each process.
 // Linux only (/proc/thread-self, 3.17+, with schedstats); elsewhere the line says why there are no figures.
 
+import { closeSync, openSync, readSync } from 'node:fs';
 import type { Logger } from '../protocol/logger.js';
-import { threadSchedstat, type Schedstat } from '../sidecar/server/thread-priority.js';
-
-export { threadSchedstat, type Schedstat };
 
 /** Tick period of the probe's timer (ms): an interval's CPU time overstates the longest single run by at most about this. */
 export const INTERVAL_MS = 2;
@@ -31,6 +29,12 @@ export const INTERVAL_MS = 2;
  * in the one before it, and an interval's CPU time can exceed its wall time by up to this.
  */
 export const COUNTER_RESOLUTION_MS = 10;
+
+/** A thread's scheduler counters, ns. */
+export interface Schedstat {
+  runNs: number;
+  waitNs: number;
+}
 
 /** The figures of one window (ms). */
 export interface LoopProbeWindow {
@@ -47,6 +51,26 @@ export interface LoopProbeWindow {
   /** CPU time and run-queue wait over the whole window. */
   cpuMs: number;
   waitMs: number;
+}
+
+/** Reads the calling thread's schedstat, through a descriptor opened on this thread (it stays that thread's). Null where there is none. */
+export function threadSchedstat(): { read: () => Schedstat; close: () => void } | null {
+  let fd: number;
+  try {
+    fd = openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(96);
+  return {
+    // NOTE: a positioned read at 0 regenerates a /proc seq file: one syscall per sample, no open/close.
+    read: () => {
+      const text = buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, 0));
+      const sp = text.indexOf(' ');
+      return { runNs: Number(text.slice(0, sp)), waitNs: Number(text.slice(sp + 1, text.indexOf(' ', sp + 1))) };
+    },
+    close: () => closeSync(fd),
+  };
 }
 
 export class LoopProbe {

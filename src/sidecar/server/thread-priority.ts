@@ -12,7 +12,7 @@
 // Nice values count within the process's scheduling group (Linux autogroup: its session), which is the
 // competition that matters here: the sidecar's own threads, the gateway's, their clients'.
 
-import { closeSync, openSync, readlinkSync, readSync, writeFileSync } from 'node:fs';
+import { readlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /**
@@ -63,30 +63,4 @@ function lower(name: string): ThreadPriority {
   } catch (err) {
     return { tid: null, reason: `setpriority failed: ${(err as Error).message}` };
   }
-}
-
-/** A thread's scheduler counters (/proc/thread-self/schedstat), ns: on a CPU, and runnable waiting for one. */
-export interface Schedstat {
-  runNs: number;
-  waitNs: number;
-}
-
-/** Reads the calling thread's schedstat, through a descriptor opened on this thread (it stays that thread's). Null where there is none. */
-export function threadSchedstat(): { read: () => Schedstat; close: () => void } | null {
-  let fd: number;
-  try {
-    fd = openSync('/proc/thread-self/schedstat', 'r');
-  } catch {
-    return null;
-  }
-  const buf = Buffer.alloc(96);
-  return {
-    // NOTE: a positioned read at 0 regenerates a /proc seq file: one syscall per sample, no open/close.
-    read: () => {
-      const text = buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, 0));
-      const sp = text.indexOf(' ');
-      return { runNs: Number(text.slice(0, sp)), waitNs: Number(text.slice(sp + 1, text.indexOf(' ', sp + 1))) };
-    },
-    close: () => closeSync(fd),
-  };
 }
