@@ -21,6 +21,17 @@ const END = '"\\""'; // the quote literal
 
 type Matcher = Xgrammar.GrammarMatcher;
 
+/** The test tokenizer's vocabulary as xgrammar takes it (`known` pieces), and a compiler over it. */
+async function testCompiler() {
+  const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
+  const vocab = grammarVocab(bundle.tokenizer, bundle.tokenizer.size, bundle.eosIds);
+  const known = vocab.pieces.length;
+  const xg = loadXgrammar();
+  const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, known, vocab.stopIds);
+  const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+  return { vocab, known, xg, compiler };
+}
+
 /**
  * Walks two matchers in lockstep, up to `max` tokens or until m0 terminates: each step draws a token
  * uniformly (`next`) from m0's mask over the first `known` ids, records under `tag` every id whose bit
@@ -116,12 +127,7 @@ describe('same masks with and without the rewrite (xgrammar, test tokenizer)', (
   ];
 
   it.each(schemas.map((s, i) => [i, s] as const))('schema %i: every step of 20 random walks', async (_i, schema) => {
-    const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
-    const vocab = grammarVocab(bundle.tokenizer, bundle.tokenizer.size, bundle.eosIds);
-    const known = vocab.pieces.length;
-    const xg = loadXgrammar();
-    const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, known, vocab.stopIds);
-    const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+    const { vocab, known, xg, compiler } = await testCompiler();
     const source = grammarSource({ kind: 'json_schema', schema: JSON.stringify(schema), param: 'schema' });
     const withLa = await lowerSource(xg, source);
     // the same lowering without this step: xgrammar's printed grammar, literal rules as tries
@@ -151,12 +157,7 @@ describe('same masks with and without the rewrite (xgrammar, test tokenizer)', (
 
 describe('same masks with and without the rewrite: the 200 seeded random schemas (test tokenizer)', () => {
   it('one walk of up to 40 steps per schema, every mask compared', async () => {
-    const bundle = await loadTokenizerBundle(TOKENIZER_DIR);
-    const vocab = grammarVocab(bundle.tokenizer, bundle.tokenizer.size, bundle.eosIds);
-    const known = vocab.pieces.length;
-    const xg = loadXgrammar();
-    const info = await xg.TokenizerInfo.createTokenizerInfo(vocab.pieces, vocab.vocabType, false, known, vocab.stopIds);
-    const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+    const { vocab, known, xg, compiler } = await testCompiler();
     const differing: string[] = [];
     let rewritten = 0;
     let steps = 0;
