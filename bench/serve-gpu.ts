@@ -61,7 +61,7 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
       command: `bash bench/serve-gpu.sh OUT ${process.argv.slice(3).join(' ')}`.trim(),
       device: o.device,
-      host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '' },
+      host: { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? '', node: process.version },
       workload: {
         note: 'the same requests both sides: random token-id prompts to /v1/completions, ignore_eos, greedy sampled on the device (no logprobs), return_token_ids so that a chunk whose text is held back still counts as a token arrival; each level on fresh prompts; prefix caching off on both sides; engine: closed loop in-process (bench/engine/batching.ts engineRun); HTTP: `ernie-edge bench serve` as its own process, closed loop through --max-concurrency',
         benchServeFlags: workloadFlags(o).join(' '),
