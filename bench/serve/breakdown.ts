@@ -1,8 +1,7 @@
 // Where one request's time to first token goes, from the stage marks (src/protocol/trace.ts) the
 // server wrote and the client's own two marks. The first token's critical path is the chain below;
-// `accepted` (the handler's commit to 200 + SSE) is reported as an offset from sc.submitted rather
-// than as a link of the chain: it leaves the sidecar with the first step's delta (about the engine's
-// part after sc.submitted), or on its own after ACCEPTED_HOLD_MS (src/protocol/serve-engine.ts).
+// `accepted` (the handler's commit to 200 + SSE) runs beside the engine step, so it is reported as
+// an offset from sc.submitted rather than as a link of the chain.
 import { readFile } from 'node:fs/promises';
 import type { TraceMark } from '../../src/cli/trace-file.js';
 import type { TraceStage } from '../../src/protocol/trace.js';

@@ -6,10 +6,6 @@
 //
 // `startRuns` waits for every run's `accepted` event before the handler commits to a 200: engine
 // refusals (QUEUE_FULL, INVALID_REQUEST, NOT_READY…) become proper HTTP errors even for streams.
-// Over the engine protocol `accepted` comes with the request's first step's events (or after
-// ACCEPTED_HOLD_MS when that step is late, src/protocol/serve-engine.ts), so the 200 and the SSE
-// headers are not written while that step runs. Nothing here waits on it with a timeout, and an
-// abort before it (client gone) is sent at once: the sidecar ends the request either way.
 
 import { toHttpError } from './errors.js';
 import { EngineError, type EngineClient, type EngineEvent, type SubmitRequest } from '../protocol/engine-client.js';

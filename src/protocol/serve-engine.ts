@@ -13,10 +13,6 @@
 //   stream() through pushFromIterable). Events of all streams are collected as they come and sent
 //   together when the current task's synchronous work ends (a microtask): the events one engine step
 //   produced leave as one STEP frame per connection.
-// - `accepted` alone makes no frame: it waits with the collected events and leaves with the next frame
-//   any stream causes (at the latest its own request's first step: a delta, done or error), or when
-//   ACCEPTED_HOLD_MS have passed with nothing else to send (issue #23). Order per stream is kept: all
-//   streams' events share one queue.
 // - Writes are not awaited per stream: what a stream can have in flight is bounded by its flow-control
 //   window (./flow.ts), which CREDIT frames open again; a full window pauses the stream in the engine.
 // - When the connection closes, every request it started is aborted in the backend (a gateway that
@@ -53,15 +49,6 @@ export const MAX_SECRET_BYTES = 1024;
 export const LARGE_FRAME_BYTES = 256 * 1024;
 /** A client sends HELLO as soon as it is connected; this bounds a peer that connects and says nothing. */
 export const DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS = 5_000;
-/**
- * The longest an `accepted` event waits for another event to leave with. NOTE: sent on its own, it made
- * the gateway commit its 200 and the client read the headers during the request's first engine step, on
- * the cores the step's compute threads need (issue #23). With its first delta it costs no wake-up of its
- * own. The bound is for a request that makes no event for a while (queued behind a full KV cache, the
- * chunked prefill of a long prompt): longer than a short prompt's first step on a slow CPU host, far
- * shorter than any client's or proxy's wait for response headers.
- */
-export const ACCEPTED_HOLD_MS = 1_000;
 
 export interface ServeEngineOptions {
   /** When set, HELLO must carry exactly this secret (compared in constant time). */
@@ -97,8 +84,6 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   // Events of every stream since the last STEP frame, in the order they were made.
   let outbox: [string, WireEvent][] = [];
   let flushQueued = false;
-  // Armed while the outbox holds `accepted` events alone (no flush queued): sends them ACCEPTED_HOLD_MS on.
-  let holdTimer: ReturnType<typeof setTimeout> | null = null;
 
   const write = (bytes: Uint8Array): Promise<void> =>
     transport.write(bytes).catch((err: unknown) => {
@@ -120,8 +105,6 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   const tracer = opts.tracer;
   const flush = () => {
     flushQueued = false;
-    if (holdTimer !== null) clearTimeout(holdTimer);
-    holdTimer = null;
     const events = outbox;
     outbox = [];
     if (closed || events.length === 0) return;
@@ -131,13 +114,10 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   const post = (id: string, ev: WireEvent) => {
     if (closed) return;
     outbox.push([id, ev]);
-    if (flushQueued) return;
-    if (ev.type === 'accepted') {
-      holdTimer ??= setTimeout(flush, ACCEPTED_HOLD_MS);
-      return;
+    if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flush);
     }
-    flushQueued = true;
-    queueMicrotask(flush);
   };
 
   // Frames received and not yet handled, in arrival order. NOTE: after a large frame (a multi-megabyte
@@ -214,8 +194,6 @@ export function serveEngine(transport: ByteTransport, backend: EngineBackend, op
   transport.onClose(() => {
     closed = true;
     clearTimeout(handshakeTimer);
-    if (holdTimer !== null) clearTimeout(holdTimer);
-    holdTimer = null;
     outbox = [];
     inbox.length = 0;
     for (const [id, stream] of active) {

@@ -18,7 +18,7 @@ export const TRACE_STAGES = [
   'sc.decoded', //    sidecar: frame decoded and zod-validated
   'sc.tokenized', //  sidecar: prompt → token ids (chat template + tokenizer)
   'sc.submitted', //  sidecar: engine.submit returned (the step thread is woken)
-  'sc.accepted', //   sidecar: the STEP frame carrying `accepted` written (with the first step's delta, as a rule)
+  'sc.accepted', //   sidecar: the STEP frame carrying `accepted` written
   'gw.accepted', //   gateway: `accepted` arrived; the handler commits to 200 + SSE
   'eng.step', //      engine: the step that computed the first token started (sidecar's estimate: callback − step time)
   'sc.step', //       sidecar: the native step callback with the first token runs on the Node thread

@@ -19,7 +19,6 @@ import { makeHost } from '../sidecar/server/helpers.js';
 
 // Captured before any faking: bounds a wait that would otherwise hang, so a failure reads as one.
 const realSetTimeout = globalThis.setTimeout;
-const realClearTimeout = globalThis.clearTimeout;
 const dirs: string[] = [];
 afterEach(() => {
   vi.useRealTimers();
@@ -30,27 +29,20 @@ afterEach(() => {
 function nextData(res: IncomingMessage, buf: { text: string }): Promise<string> {
   return new Promise((resolve) => {
     const guard = realSetTimeout(() => finish('timed out'), 10_000);
-    // A chunk may carry several frames (chat's role chunk and first token's leave in one go): the rest
-    // stays in `buf` for the next call, which looks there first.
-    const take = () => {
+    const onData = (d: Buffer) => {
+      buf.text += d.toString();
       const i = buf.text.indexOf('\n\n');
-      if (i < 0) return false;
+      if (i < 0) return;
       const frame = buf.text.slice(0, i);
       buf.text = buf.text.slice(i + 2);
       finish(frame.replace(/^data: /, ''));
-      return true;
-    };
-    const onData = (d: Buffer) => {
-      buf.text += d.toString();
-      take();
     };
     const finish = (v: string) => {
-      realClearTimeout(guard);
+      clearTimeout(guard);
       res.off('data', onData);
       res.pause();
       resolve(v);
     };
-    if (take()) return;
     res.on('data', onData);
     res.resume();
   });
@@ -79,19 +71,16 @@ describe('time to first token over the serving path', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval', 'setImmediate'] });
     const input = route === 'chat/completions' ? { messages: [{ role: 'user', content: 'hi' }] } : { prompt: [11, 12, 13, 14] };
     const body = JSON.stringify({ model: 'test-model', ...input, max_tokens: 8, temperature: 0, ignore_eos: true, stream: true });
-    const responded = new Promise<IncomingMessage>((resolve, reject) => {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port, path: `/v1/${route}`, method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
       req.on('error', reject);
       req.end(body);
     });
-    await env.engine.whenSubmitted(1);
+    expect(res.statusCode).toBe(200); // committed at the engine's `accepted`, before any step
+    expect(env.engine.submitted).toHaveLength(1);
 
     const stepped = env.engine.step(); // the prefill step: the first token
     expect(stepped).toHaveLength(1);
-    // `accepted` leaves the sidecar with the first step's delta (src/protocol/serve-engine.ts,
-    // ACCEPTED_HOLD_MS, frozen here): the 200 is committed then, not during the step.
-    const res = await responded;
-    expect(res.statusCode).toBe(200);
     const buf = { text: '' };
     let first = await nextData(res, buf);
     // chat opens with the role chunk (sent at `accepted`); the token's chunk follows it

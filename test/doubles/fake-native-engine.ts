@@ -76,7 +76,6 @@ export class FakeNativeEngine implements NativeEngine {
   /** Every request submitted and accepted, in order (test bookkeeping). */
   readonly submitted: EngineRequest[] = [];
   readonly aborted: number[] = [];
-  private submitWaiters: { n: number; resolve: () => void }[] = [];
 
   constructor(
     private readonly opts: FakeNativeEngineOptions,
@@ -106,7 +105,6 @@ export class FakeNativeEngine implements NativeEngine {
     });
     this.known.add(req.id);
     this.submitted.push(req);
-    this.submitWaiters = this.submitWaiters.filter((w) => (this.submitted.length >= w.n ? void w.resolve() : true));
     this.waiting.push({ r: req, seqs, prefilled: false, aborted: false, paused: false });
     this.notePeaks();
     this.schedule();
@@ -177,12 +175,6 @@ export class FakeNativeEngine implements NativeEngine {
     this.waiting.length = 0;
     this.known.clear();
     if (outputs.length > 0) this.onStep(outputs);
-  }
-
-  /** Resolves once `n` requests have been submitted in all (a test's wait on state, not on time). */
-  whenSubmitted(n: number): Promise<void> {
-    if (this.submitted.length >= n) return Promise.resolve();
-    return new Promise((resolve) => this.submitWaiters.push({ n, resolve }));
   }
 
   /** Runs one engine step now (manual mode; also usable in auto mode). Returns the outputs delivered. */

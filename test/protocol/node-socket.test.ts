@@ -65,10 +65,9 @@ describe('Unix socket', () => {
     const client = createUnixEngineClient(path, { sleep: noSleep, retry: { attempts: 3 } });
     const release = engine.holdSteps();
     const open = client.stream(req('o1', 50))[Symbol.asyncIterator]();
-    const opened = open.next(); // held before its first step: no event has left the server yet
-    await engine.whenActive(1);
+    await open.next();
     await first.close();
-    await expect(opened).rejects.toMatchObject({ code: 'ENGINE_DEAD' });
+    await expect(open.next()).rejects.toMatchObject({ code: 'ENGINE_DEAD' });
     expect(engine.abortedIds()).toEqual(['o1']); // the server aborted what the dead connection had open
     release();
     await expect(client.stats()).rejects.toMatchObject({ code: 'ENGINE_DEAD' }); // nothing listening

@@ -28,28 +28,23 @@ describe('trace marks', () => {
     const served = serveEngine(serverEnd, env.host, { tracer });
     const client = new FramedEngineClient({ connect: async () => clientEnd, tracer });
     const { app } = createApp({ engine: client, tracer });
-    const responded = app.request('/v1/chat/completions', {
+    const res = await app.request('/v1/chat/completions', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ignore_eos: true, stream: true }),
     });
-    // The 200 waits for `accepted`, which leaves the sidecar with the first step's delta.
-    await env.engine.whenSubmitted(1);
-    while (env.engine.step().length > 0);
-    const res = await responded;
     expect(res.status).toBe(200);
+    while (env.engine.step().length > 0);
     const body = await res.text();
     const id = (JSON.parse(body.split('\n')[0]!.slice('data: '.length)) as { id: string }).id;
     const marks = new Map(tracer.flush().filter((m) => m.id === id).map((m) => [m.stage, m.t]));
     const server = TRACE_STAGES.filter((s) => !s.startsWith('client.'));
     expect([...marks.keys()].sort()).toEqual([...server].sort());
-    // Path order (eng.step is an estimate, and `accepted` is checked apart: it leaves with the first
-    // step's delta, in one STEP frame, not during the step).
+    // Path order (eng.step is an estimate, and `accepted` runs beside the engine: checked apart).
     const chain: TraceStage[] = ['gw.recv', 'gw.body', 'gw.parsed', 'gw.submit', 'sc.recv', 'sc.decoded', 'sc.tokenized', 'sc.submitted', 'sc.step', 'sc.detok', 'sc.delta', 'gw.delta', 'gw.sse'];
     const times = chain.map((s) => marks.get(s)!);
     expect(times).toEqual([...times].sort((a, b) => a - b));
-    expect(marks.get('sc.accepted')!).toBeGreaterThanOrEqual(marks.get('sc.detok')!);
-    expect(marks.get('sc.accepted')!).toBeLessThanOrEqual(marks.get('sc.delta')!);
+    expect(marks.get('sc.accepted')!).toBeGreaterThanOrEqual(marks.get('sc.submitted')!);
     expect(marks.get('gw.accepted')!).toBeGreaterThanOrEqual(marks.get('sc.accepted')!);
     await client.close();
     await served.done;
