@@ -22,15 +22,11 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes) {
       const size_t b = n * size_t(p) / size_t(parts), e = n * size_t(p + 1) / size_t(parts);
       uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
       size_t i = b;
-      // One 64-byte line per iteration, prefetched 2 KiB ahead as the GEMV kernels prefetch their
-      // weights: without it a core's demand misses alone set the rate, and on Intel server cores
-      // that reads below what the decode kernels stream (the ceiling must bound the engine).
-      for (; i + 8 <= e; i += 8) {
-        __builtin_prefetch(&buf[i + 256], 0, 3);
-        a0 += buf[i] + buf[i + 4];
-        a1 += buf[i + 1] + buf[i + 5];
-        a2 += buf[i + 2] + buf[i + 6];
-        a3 += buf[i + 3] + buf[i + 7];
+      for (; i + 4 <= e; i += 4) {
+        a0 += buf[i];
+        a1 += buf[i + 1];
+        a2 += buf[i + 2];
+        a3 += buf[i + 3];
       }
       for (; i < e; ++i) a0 += buf[i];
       sink[size_t(p)] = a0 + a1 + a2 + a3;
