@@ -18,6 +18,7 @@
 // Linux only (/proc/thread-self, 3.17+, with schedstats); elsewhere the line says why there are no figures.
 
 import { closeSync, openSync, readSync } from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { Logger } from '../protocol/logger.js';
 
 /** Tick period of the probe's timer (ms): an interval's CPU time overstates the longest single run by at most about this. */
@@ -51,7 +52,47 @@ export interface LoopProbeWindow {
   /** CPU time and run-queue wait over the whole window. */
   cpuMs: number;
   waitMs: number;
+  /**
+   * With a GC log: the longest stretch less the garbage collector's pauses inside it (V8's, on this
+   * thread: on a host whose cores are taken, the collector's helper threads get no core and its work
+   * lands on the main thread), the GC pause time inside the longest stretch, and all pauses in the window.
+   */
+  maxCpuLessGcMs?: number;
+  maxCpuGcMs?: number;
+  gcMs?: number;
 }
+
+/** Garbage-collector pauses of this thread (performance.now() times), from a PerformanceObserver. */
+export class GcLog {
+  private readonly pauses: { start: number; end: number }[] = [];
+  private readonly observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) this.pauses.push({ start: e.startTime, end: e.startTime + e.duration });
+    const cut = this.pauses.findIndex((p) => p.end > performance.now() - GC_KEEP_MS);
+    if (cut > 0) this.pauses.splice(0, cut);
+  });
+
+  constructor() {
+    this.observer.observe({ entryTypes: ['gc'] });
+  }
+
+  /** Pause time (ms) inside [from, to]. */
+  within(from: number, to: number): number {
+    let ms = 0;
+    for (const p of this.pauses) ms += Math.max(0, Math.min(to, p.end) - Math.max(from, p.start));
+    return ms;
+  }
+
+  close(): void {
+    this.observer.disconnect();
+  }
+}
+
+/** How long the GC log keeps pauses (ms): longer than any window a test or benchmark takes. */
+const GC_KEEP_MS = 600_000;
+/** Intervals of more CPU than this (ms) are kept for the GC accounting; the rest only raise a maximum. */
+const LONG_INTERVAL_MS = 10;
+/** At most this many long intervals per window (the longest kept). */
+const MAX_LONG_INTERVALS = 256;
 
 /** Reads the calling thread's schedstat, through a descriptor opened on this thread (it stays that thread's). Null where there is none. */
 export function threadSchedstat(): { read: () => Schedstat; close: () => void } | null {
@@ -78,9 +119,14 @@ export class LoopProbe {
   private last: Schedstat & { at: number };
   private w!: LoopProbeWindow & { startedAt: number };
 
+  // This window's intervals of more than LONG_INTERVAL_MS of CPU, and the most CPU of the others.
+  private long: { cpu: number; from: number; to: number }[] = [];
+  private shortMax = 0;
+
   constructor(
     private readonly stat: { read: () => Schedstat },
     private readonly intervalMs = INTERVAL_MS,
+    private readonly gc: Pick<GcLog, 'within'> | null = null,
   ) {
     this.last = { ...stat.read(), at: performance.now() };
     this.reset();
@@ -103,7 +149,17 @@ export class LoopProbe {
     const { startedAt, ...w } = this.w;
     this.reset();
     const ms = (x: number) => +x.toFixed(2);
-    return { windowMs: ms(this.last.at - startedAt), turns: w.turns, maxCpuMs: ms(w.maxCpuMs), maxCpuWallMs: ms(w.maxCpuWallMs), maxWaitMs: ms(w.maxWaitMs), cpuMs: ms(w.cpuMs), waitMs: ms(w.waitMs) };
+    const out: LoopProbeWindow = { windowMs: ms(this.last.at - startedAt), turns: w.turns, maxCpuMs: ms(w.maxCpuMs), maxCpuWallMs: ms(w.maxCpuWallMs), maxWaitMs: ms(w.maxWaitMs), cpuMs: ms(w.cpuMs), waitMs: ms(w.waitMs) };
+    if (this.gc) {
+      // Pauses are reported after they end, so they are matched to intervals here, not as they close.
+      const gc = this.gc;
+      const top = this.long.reduce((a, b) => (b.cpu > a.cpu ? b : a), { cpu: 0, from: 0, to: 0 });
+      const lessGc = this.long.reduce((m, i) => Math.max(m, i.cpu - gc.within(i.from, i.to)), this.shortMax);
+      Object.assign(out, { maxCpuLessGcMs: ms(lessGc), maxCpuGcMs: ms(top.cpu > 0 ? gc.within(top.from, top.to) : 0), gcMs: ms(gc.within(startedAt, this.last.at)) });
+    }
+    this.long = [];
+    this.shortMax = 0;
+    return out;
   }
 
   private reset(): void {
@@ -119,6 +175,13 @@ export class LoopProbe {
     w.cpuMs += cpu;
     w.waitMs += wait;
     if (cpu > w.maxCpuMs) [w.maxCpuMs, w.maxCpuWallMs] = [cpu, now.at - this.last.at];
+    if (this.gc) {
+      if (cpu <= LONG_INTERVAL_MS) this.shortMax = Math.max(this.shortMax, cpu);
+      else {
+        this.long.push({ cpu, from: this.last.at, to: now.at });
+        if (this.long.length > MAX_LONG_INTERVALS) this.long.splice(this.long.reduce((m, x, i, a) => (x.cpu < a[m]!.cpu ? i : m), 0), 1);
+      }
+    }
     if (wait > w.maxWaitMs) w.maxWaitMs = wait;
     this.last = now;
   }
@@ -131,7 +194,7 @@ export const LOOP_PROBE_ENV = 'ERNIE_EDGE_LOOP_PROBE';
 export function startLoopProbeFromEnv(env: NodeJS.ProcessEnv, logger: Logger): LoopProbe | null {
   if (env[LOOP_PROBE_ENV] !== '1') return null;
   const stat = threadSchedstat();
-  const probe = stat ? new LoopProbe(stat).start() : null;
+  const probe = stat ? new LoopProbe(stat, INTERVAL_MS, new GcLog()).start() : null;
   process.on('SIGUSR2', () => {
     if (probe) logger.info({ loopProbe: probe.take() }, 'loop probe');
     else logger.warn({ loopProbe: null }, 'loop probe: no figures (/proc/thread-self/schedstat cannot be read on this host)');

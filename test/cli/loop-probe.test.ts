@@ -66,4 +66,22 @@ describe('loop probe (counters given)', () => {
     step(7, 2);
     expect(probe.take()).toMatchObject({ turns: 2, maxCpuMs: 7, maxWaitMs: 2, cpuMs: 7, waitMs: 2 });
   });
+
+  it("with a GC log: each long interval less the collector's pauses inside it", () => {
+    const now: Schedstat = { runNs: 0, waitNs: 0 };
+    let gcAt = Infinity; // one 30 ms pause, at the start of the second interval
+    const gc = { within: (from: number, to: number) => (from <= gcAt && gcAt < to ? 30 : 0) };
+    const probe = new LoopProbe({ read: () => ({ ...now }) }, 2, gc);
+    const at = () => (probe as unknown as { last: { at: number } }).last.at;
+    const step = (runMs: number) => {
+      now.runNs += runMs * 1e6;
+      for (const t = performance.now(); performance.now() === t; ); // intervals of nonzero length
+      (probe as unknown as { sample(): void }).sample();
+    };
+    step(25); // long, no pause inside
+    gcAt = at();
+    step(40); // long, 30 ms of it the collector's
+    step(7); // short
+    expect(probe.take()).toMatchObject({ maxCpuMs: 40, maxCpuGcMs: 30, maxCpuLessGcMs: 25, gcMs: 30 });
+  });
 });
