@@ -99,9 +99,14 @@ const VARIANTS = [
   { name: '2 planes, LM head 1 (default)', precise: true, lmHeadPrecise: undefined, head: 1, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
   { name: '2 planes throughout (--lm-head-planes 2)', precise: true, lmHeadPrecise: true, head: 2, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
   { name: '1 plane (--dtype bfloat16)', precise: false, lmHeadPrecise: undefined, head: 1, maxDiff: 2.5, allGreedy: false },
+  // A bf16 KV cache: attention takes bf16 dot products (q and P rounded to bf16 as K and V are), as the
+  // bf16 path does; bounded at a third of Q8_0's least error, every greedy token HF's.
+  { name: '2 planes, LM head 1, bf16 KV cache (--kv-cache-dtype bfloat16)', precise: true, lmHeadPrecise: undefined, head: 1, kvCacheDtype: 'bfloat16', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 3, allGreedy: true },
 ] as const;
 
-describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $name', ({ name, precise, lmHeadPrecise, head, maxDiff, allGreedy }) => {
+describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $name', (variant) => {
+  const { name, precise, lmHeadPrecise, head, maxDiff, allGreedy } = variant;
+  const kvCacheDtype = 'kvCacheDtype' in variant ? variant.kvCacheDtype : undefined;
   const golden = readGolden('formula-0.3b');
   const config = JSON.parse(readFileSync(path.join(GOLDEN, 'formula-0.3b', 'config.json'), 'utf8')) as Record<string, unknown>;
   let dir: string;
@@ -109,7 +114,7 @@ describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $nam
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'ernie-int8-'));
     await writeFormulaCheckpoint(dir, config);
-    model = (await loadModel(dir, { quantization: 'int8', precise, lmHeadPrecise, kvBlocks: 80, blockSize: 16 })).model;
+    model = (await loadModel(dir, { quantization: 'int8', precise, lmHeadPrecise, kvCacheDtype, kvBlocks: 80, blockSize: 16 })).model;
   });
   afterAll(async () => {
     model?.close();
@@ -144,7 +149,7 @@ describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $nam
     const others = Array.from({ length: 63 }, (_, j) => ({ tokens: Int32Array.from({ length: 1 + (j % 8) }, (_, t) => 100 + 31 * t + j), startPos: 0, blockTable: Int32Array.of(2 + j), logits: 1 as const }));
     const wave = await model.forward([...others.slice(0, 30), { tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(70, 71), logits: 1 }, ...others.slice(30)]);
     expect(same(wave, 30)).toBe(0);
-    const one = (await loadModel(dir, { quantization: 'int8', precise, lmHeadPrecise, kvBlocks: 4, blockSize: 16, threads: 1 })).model;
+    const one = (await loadModel(dir, { quantization: 'int8', precise, lmHeadPrecise, kvCacheDtype, kvBlocks: 4, blockSize: 16, threads: 1 })).model;
     try {
       const single = await one.forward([{ tokens: Int32Array.from(p), startPos: 0, blockTable: Int32Array.of(0, 1), logits: 1 }]);
       expect(same(single, 0)).toBe(0);

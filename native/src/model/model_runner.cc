@@ -126,7 +126,10 @@ void ModelRunner::gemm(const float* x, int T, int K, bool precise, std::initiali
 void ModelRunner::attention(int layer, const std::vector<SeqSlice>& batch, const std::vector<int>& row0) {
   cpu::AttnLayer L{kv_->k(layer),  kv_->v(layer),     kv_->bf16(),   kv_->block_size(),
                    cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, 1.0f / std::sqrt(float(cfg_.head_dim))};
-  L.bf16_dot = !precise_;  // bf16 activations: q and P may be bf16 too (used with a bf16 cache)
+  // q and P may be bf16 too (used with a bf16 cache): with bf16 activations, and on the int8 path,
+  // whose accuracy is set by its quantized GEMMs (its default keeps an fp32 cache, which this leaves
+  // on the fp32 attention).
+  L.bf16_dot = !precise_ || k8_ != nullptr;
   struct Task {
     int slice, kvh, t0, t1;
   };
