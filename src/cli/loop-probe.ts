@@ -154,6 +154,8 @@ export class LoopProbe {
       // Pauses are reported after they end, so they are matched to intervals here, not as they close.
       const gc = this.gc;
       const top = this.long.reduce((a, b) => (b.cpu > a.cpu ? b : a), { cpu: 0, from: 0, to: 0 });
+      // A pause is wall time: where the host kept the thread waiting during it, this subtracts that wait
+      // too (lenient by at most the interval's run-queue wait; the figure with pauses stays beside it).
       const lessGc = this.long.reduce((m, i) => Math.max(m, i.cpu - gc.within(i.from, i.to)), this.shortMax);
       Object.assign(out, { maxCpuLessGcMs: ms(lessGc), maxCpuGcMs: ms(top.cpu > 0 ? gc.within(top.from, top.to) : 0), gcMs: ms(gc.within(startedAt, this.last.at)) });
     }

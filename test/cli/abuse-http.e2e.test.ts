@@ -123,7 +123,7 @@ describe('ernie-edge serve under connection abuse (fake engine)', () => {
       attack.socket.destroy();
 
       console.log(
-        `[abuse-http] pipelined ${route}: longest CPU stretch without yielding: gateway loop ${gateway.maxCpuMs} ms, sidecar loop ${sidecar.maxCpuMs} ms (bound ${LOOP_STRETCH_MS}); ` +
+        `[abuse-http] pipelined ${route}: longest CPU stretch without yielding: gateway loop ${gateway.maxCpuMs} ms (GC pauses in it ${gateway.maxCpuGcMs}), sidecar loop ${sidecar.maxCpuMs} ms (GC ${sidecar.maxCpuGcMs}; bound ${LOOP_STRETCH_MS} less GC); ` +
           `victim's longest gap ${victim.maxGapMs.toFixed(0)} ms (target ${VICTIM_GAP_MS} on an idle host; alone ${calm.maxGapMs.toFixed(0)}), /health ${probeMs.toFixed(0)} ms (alone ${calmProbeMs.toFixed(0)}); ` +
           `gateway RSS ${baseline.toFixed(0)} MiB, peak +${(victim.peakRssMiB - baseline).toFixed(1)} (calm stream +${(calm.peakRssMiB - baseline).toFixed(1)}); ${ran} of the ${PIPELINED} pipelined requests ran`,
       );
