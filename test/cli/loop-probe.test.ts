@@ -44,8 +44,10 @@ describe.runIf(existsSync('/proc/thread-self/schedstat'))('loop probe (this thre
     expect(w.cpuMs).toBeGreaterThanOrEqual(200);
     expect(w.turns).toBeGreaterThan(10);
     // An interval holds at most INTERVAL_MS of wall time (so of CPU) before its tick is due, plus the
-    // callback running then: a bound in CPU time, which the host's load does not move.
-    expect(w.maxCpuMs).toBeLessThan(INTERVAL_MS + 2 + 20);
+    // callback running then, plus whatever else this thread ran in between (V8's collector, vitest's
+    // messages to its main thread: a CI run read 26.48 ms against a former bound of 24). The bound is
+    // far under the 200 ms sum and the 150 ms single stretch above, which is what the probe must tell apart.
+    expect(w.maxCpuMs).toBeLessThan(50);
   });
 });
 
@@ -71,7 +73,7 @@ describe('loop probe (counters given)', () => {
     const now: Schedstat = { runNs: 0, waitNs: 0 };
     let gcAt = Infinity; // one 30 ms pause, at the start of the second interval
     const gc = { within: (from: number, to: number) => (from <= gcAt && gcAt < to ? 30 : 0) };
-    const probe = new LoopProbe({ read: () => ({ ...now }) }, 2, gc);
+    const probe = new LoopProbe({ read: () => ({ ...now }) }, INTERVAL_MS, gc);
     const at = () => (probe as unknown as { last: { at: number } }).last.at;
     const step = (runMs: number) => {
       now.runNs += runMs * 1e6;
