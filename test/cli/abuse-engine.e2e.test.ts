@@ -63,8 +63,13 @@ const BIG = 'The quick brown fox jumps over the lazy dog; 0123456789. '.repeat(4
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-/** What an attack may leave on either half's RSS once it is over (before: sidecar +395 MiB after the 4 MB /tokenize row, kept). */
-const RSS_RETURN_MIB = 64;
+/**
+ * What an attack may leave on either half's RSS once it is over: the regression it guards kept +395 MiB
+ * on the sidecar after the 4 MB /tokenize row. Node 24 keeps freed heap longer than Node 20: the gap
+ * benchmark's rows stayed +66-120 MiB for 60 s (session 19, abuse-gap.json), and a CI run's sidecar
+ * +97 MiB for this test's 120 s after the chat rows, against 64 MiB allowed then.
+ */
+const RSS_RETURN_MIB = 160;
 
 /**
  * Waits until both halves' RSS is within RSS_RETURN_MIB of `baseline` (polled, as readiness is: V8 and
