@@ -1,10 +1,10 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
-// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone (int8's default planes: two in the layers,
-// one on the LM head), then int8 with one activation plane (--dtype bfloat16), int8 with two on the
-// LM head too (--lm-head-planes 2), int8's default with a bf16 KV
-// cache (--kv-cache-dtype bfloat16), and precise bf16 with the bf16 KV cache. `--paths 1,2,0` runs only
+// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone (int8's defaults: two activation planes in
+// the layers, one on the LM head, a bf16 KV cache), then int8 with one activation plane (--dtype
+// bfloat16), int8 with two on the LM head too (--lm-head-planes 2), int8's default with an fp32 KV
+// cache (--kv-cache-dtype float32), and precise bf16 with a bf16 KV cache. `--paths 1,2,0` runs only
 // those (indices, in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
 // of 512 tokens (beside the bandwidth ceiling and the kernels' measured peak); at the largest thread
@@ -65,9 +65,9 @@ const paths: Path[] = [
   { name: 'int8 1 plane, best', isa: '', quantization: 'int8', precise: false },
   // --lm-head-planes 2: two planes on the LM head too (int8's default gives it one).
   { name: 'int8, LM head 2 planes', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: true },
-  // The same with --kv-cache-dtype bfloat16 (the precise paths above keep the fp32 cache).
-  { name: 'int8, LM head 1 plane, bf16 KV cache', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: false, kvCacheDtype: 'bfloat16' },
-  // The precise bf16 path on the same bf16 KV cache: the like-for-like baseline of the row above.
+  // int8's default with --kv-cache-dtype float32 (the default before session 21; bf16's precise path keeps it).
+  { name: 'int8, fp32 KV cache', isa: '', quantization: 'int8', precise: true, kvCacheDtype: 'float32' },
+  // The precise bf16 path on a bf16 KV cache, as int8's default has.
   { name: 'bf16 precise, avx512, bf16 KV cache', isa: 'avx512', quantization: 'none', precise: true, kvCacheDtype: 'bfloat16' },
 ];
 const pick = (s: string | undefined) => (s ? list(s).map((i) => paths[Number(i)]).filter((p): p is Path => p !== undefined) : paths);
@@ -110,6 +110,13 @@ const result = (hostLoad?: HostLoad) => ({
 const save = () => writeFile(out, JSON.stringify(result(), null, 1) + '\n'); // a partial file if cut short
 const late = (what: string) => Date.now() > deadline && (skipped.push(what), console.log(`skipped ${what}: past --budget-s`), true);
 const tokS = (r: RunResult) => `${r.outputTokS.toFixed(1)} tok/s (TTFT p50 ${(r.ttftMs.p50 / 1000).toFixed(1)} s)`;
+/** A run's wall time by phase (s), from the runner's profile. */
+const phases = (r: Batched) => {
+  const p = r.profileMs;
+  if (!p) return '';
+  const s = (ms = 0) => (ms / 1000).toFixed(1);
+  return `\n    ${p.steps} steps: GEMMs ${s(p.gemmMs)} s, attention ${s(p.attentionMs)}, LM head ${s(p.lmHeadMs)}, other ${s(p.otherMs)} of ${r.seconds.toFixed(1)}`;
+};
 const limit = (r: Batched) => (r.computeLimitTokS ? `, limit ${r.computeLimitTokS.toFixed(0)}` : '');
 
 /** Our path at `threads`: single stream (+ accuracy and the batched rows at the largest thread count). */
@@ -140,7 +147,7 @@ async function oursRow(p: Path, threads: number): Promise<void> {
     if (late(`${p.name} t=${threads} wave ${c}`)) continue;
     const result = await batched(sideBySideWorkload(c, quick), `random wave, ${c} streams`);
     (row.waves ??= []).push({ concurrency: c, result });
-    console.log(`  ${c}-stream wave ${tokS(result)}${limit(result)}`);
+    console.log(`  ${c}-stream wave ${tokS(result)}${limit(result)}${phases(result)}`);
     await save();
   }
   await engine.close();

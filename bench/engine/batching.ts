@@ -4,7 +4,8 @@
 import type { EngineOptions, NativeEngine, StepOutput } from '../../src/sidecar/engine/native-engine.js';
 import { readCheckpoint } from '../../src/sidecar/model/checkpoint.js';
 import { nativeLoadOptions, type LoadOptions } from '../../src/sidecar/model/load.js';
-import { createNativeEngine, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
+import { createNativeEngine, type CpuProfile, type NativeLoadOptions, type NativeModel } from '../../src/sidecar/native.js';
+import { profileDelta } from './single-stream.js';
 import type { BenchRequest } from './workload.js';
 
 /** An engine for a benchmark: its step outputs go to whatever sink is set last; ids never repeat. */
@@ -50,6 +51,8 @@ export interface RunResult {
   peakKvBytes?: number;
   preemptions?: number;
   peakRssBytes?: number; // the whole process's resident set, sampled at every step of the run
+  /** CPU: the runner's time by phase over the whole run (ms; profile.ts's fields), and its steps and tokens. */
+  profileMs?: Partial<CpuProfile> & { steps: number; tokens: number };
 }
 
 function pct(xs: number[], p: number): number {
@@ -100,7 +103,7 @@ export async function engineRun(
   let fullMs = 0;
   let peakBlocks = 0;
   let peakRss = process.memoryUsage.rss();
-  const pre0 = engine.stats().preemptions;
+  const { preemptions: pre0, profile: prof0 } = engine.stats();
   const t0 = performance.now();
   const total = engine.stats().kvBlocksTotal;
   // The engine's output callback does not hold the event loop open (an idle engine must not keep
@@ -146,10 +149,12 @@ export async function engineRun(
     for (let k = 0; k < Math.min(concurrency, reqs.length); k++) submit();
   }).finally(() => clearInterval(keepAlive));
   const seconds = (performance.now() - t0) / 1000;
+  const prof1 = engine.stats().profile;
+  const profileMs = prof0 && prof1 ? { ...profileDelta(prof0, prof1, 1), steps: prof1.steps - prof0.steps, tokens: prof1.tokens - prof0.tokens } : undefined;
   return {
     label, requests: reqs.length, outputTokens: out, seconds, outputTokS: out / seconds,
     ...(fullOut > 0 ? { fullTokS: fullOut / (fullMs / 1000) } : {}),
     ttftMs: lat(ttft), itlMs: lat(itl), peakKvBytes: peakBlocks * kvBlockBytes,
-    preemptions: engine.stats().preemptions - pre0, peakRssBytes: peakRss,
+    preemptions: engine.stats().preemptions - pre0, peakRssBytes: peakRss, ...(profileMs ? { profileMs } : {}),
   };
 }

@@ -19,7 +19,7 @@ export interface SingleStreamResult {
 }
 
 /** Per-step profile difference (ms per step; the thread count as is). */
-function profileDelta(before: CpuProfile, after: CpuProfile, steps: number): Partial<CpuProfile> {
+export function profileDelta(before: CpuProfile, after: CpuProfile, steps: number): Partial<CpuProfile> {
   const per: Partial<CpuProfile> = {};
   for (const k of Object.keys(after) as (keyof CpuProfile)[])
     if (k !== 'steps' && k !== 'tokens' && k !== 'threads') per[k] = (after[k] - before[k]) / steps;

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 r=build/Release
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-g++ -std=c++20 -O3 -Isrc tools/attn_bench.cc "$r/obj.target/ernie_native/src/cpu/kernels.o" \
+g++ -std=c++20 -O3 -mavx512f -Isrc tools/attn_bench.cc "$r/obj.target/ernie_native/src/cpu/kernels.o" \
   "$r/obj.target/ernie_native/src/cpu/qgemm.o" "$r/kernels_avx512.a" "$r/kernels_amx.a" "$r/kernels_avxvnni.a" \
   "$r/kernels_avx2.a" -o "$out/attn-bench"
 "$out/attn-bench" "${1:-5}"

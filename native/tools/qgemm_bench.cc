@@ -82,6 +82,7 @@ std::string cpu_model() {
 struct Shape {
   const char* what;
   int M, N, K;
+  int mats = 1;  // distinct copies of the weights, used in turn (more than the caches hold: read from memory)
 };
 
 // One kernel under test: runs a whole GEMM (prepare + every task) once.
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
       {"batch 64, gate+up", 64, 6144, 1024},  {"prefill 512, gate+up", 512, 6144, 1024},
       {"prefill 512, down", 512, 1024, 3072}, {"prefill 512, qkv", 512, 2560, 1024},
       {"prefill 512, o", 512, 1024, 2048},
+      // A batched decode step as the engine runs it: every layer's weights come from memory.
+      {"batch 40, gate+up, from memory", 40, 6144, 1024, 24}, {"batch 40, down, from memory", 40, 1024, 3072, 48},
+      {"batch 40, lm_head, from memory", 40, 103424, 1024, 2},
   };
   std::vector<std::pair<std::string, const Int8Kernels*>> int8;
   for (const char* isa : {"avx512", "avxvnni", "avx2"})
@@ -160,7 +164,9 @@ int main(int argc, char** argv) {
   };
   std::printf("  \"loadAverageStart\": %s,\n  \"shapes\": [\n", load_average().c_str());
   bool first_shape = true;
+  const std::string only = argc > 3 ? argv[3] : "";  // shapes whose name contains this, else all
   for (const Shape& s : shapes) {
+    if (!only.empty() && std::string(s.what).find(only) == std::string::npos) continue;
     std::mt19937 rng(uint32_t(s.M * 7 + s.N + s.K));
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<bf16_t> w(size_t(s.N) * s.K);
@@ -173,7 +179,11 @@ int main(int argc, char** argv) {
     std::vector<float> sw(size_t(s.N));
     std::vector<int32_t> ws(size_t(s.N));
     quantize_rows(w.data(), s.N, s.K, q.data(), sw.data(), ws.data(), 0, s.N);
-    const QMatrix qm{q.data(), sw.data(), ws.data()};
+    // The copies (the same values: what differs is where they are).
+    std::vector<std::vector<int8_t>> copies(size_t(s.mats - 1), q);
+    std::vector<QMatrix> qms{QMatrix{q.data(), sw.data(), ws.data()}};
+    for (auto& c : copies) qms.push_back(QMatrix{c.data(), sw.data(), ws.data()});
+    size_t turn = 0;
     std::vector<bf16_t> wp(packed_elems(s.N, s.K));
     pack_matrix(w.data(), s.N, s.K, wp.data(), 0, s.N);
     std::vector<uint8_t> act(std::max(act8_bytes(s.M, s.K, true), bf16->act_bytes(s.M, s.K)) + 64);
@@ -186,6 +196,7 @@ int main(int argc, char** argv) {
                            Act a;
                            a.M = s.M, a.K = s.K, a.Kp = pad_k8(s.K), a.precise = precise, a.data = act.data();
                            k->prepare_act(x.data(), s.K, a, 0, s.M);
+                           const QMatrix& qm = qms[turn++ % qms.size()];
                            for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
                              k->gemm(a, qm, s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
                          },
@@ -195,7 +206,8 @@ int main(int argc, char** argv) {
                            a.M = s.M, a.K = s.K, a.Kp = pad_k8(s.K), a.precise = precise, a.data = act.data();
                            k->prepare_act(x.data(), s.K, a, 0, s.M);
                          }});
-      cases.push_back({std::string("bf16 ") + bf16->isa + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1,
+      if (s.mats == 1)  // (the bf16 weights are one copy: not a from-memory figure)
+        cases.push_back({std::string("bf16 ") + bf16->isa + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1,
                        [&, precise] {
                          Act a;
                          a.M = s.M, a.K = s.K, a.Kp = pad_k(s.K), a.precise = precise, a.data = act.data();

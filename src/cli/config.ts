@@ -74,10 +74,15 @@ function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
   throw new UsageError(`--device must be auto, cpu or cuda, got ${v}`);
 }
 
-/** --dtype / --kv-cache-dtype: auto means float32 (fp32-grade results, the reference's). */
+/** --dtype: auto means float32 (fp32-grade results, the reference's). */
 function dtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' {
-  if (v === undefined || v === 'auto' || v === 'float32') return 'float32';
-  if (v === 'bfloat16') return v;
+  return kvDtype(flag, v) ?? 'float32';
+}
+
+/** --kv-cache-dtype: auto (undefined) follows --quantization (resolveKvCacheDtype, sidecar/engine/plan.ts). */
+function kvDtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' | undefined {
+  if (v === undefined || v === 'auto') return undefined;
+  if (v === 'float32' || v === 'bfloat16') return v;
   throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}`);
 }
 
@@ -211,7 +216,7 @@ export function buildConfig(args: ParsedArgs): Config {
       device: device(str('device')),
       enforceEager: (f['enforce-eager'] as boolean | undefined) ?? false,
       precise: dtype('dtype', str('dtype')) !== 'bfloat16',
-      kvCacheDtype: dtype('kv-cache-dtype', str('kv-cache-dtype')),
+      kvCacheDtype: kvDtype('kv-cache-dtype', str('kv-cache-dtype')),
       quantization: quantization(str('quantization')),
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       lmHeadPrecise: lmHeadPrecise(str('lm-head-planes')),

@@ -92,8 +92,9 @@ describe('buildConfig', () => {
     expect(usage(() => cfg(['--lm-head-planes', '3']))).toMatch(/--lm-head-planes must be auto, 1 or 2, got 3/);
   });
 
-  it('parses --dtype and --kv-cache-dtype (auto = float32) and rejects other types', () => {
-    expect(cfg([]).sidecar).toMatchObject({ precise: true, kvCacheDtype: 'float32' });
+  it('parses --dtype (auto = float32) and --kv-cache-dtype (auto: left to the plan) and rejects other types', () => {
+    expect(cfg([]).sidecar).toMatchObject({ precise: true, kvCacheDtype: undefined });
+    expect(cfg(['--kv-cache-dtype', 'auto']).sidecar).toMatchObject({ kvCacheDtype: undefined });
     expect(cfg(['--dtype', 'bfloat16', '--kv-cache-dtype', 'bfloat16']).sidecar).toMatchObject({ precise: false, kvCacheDtype: 'bfloat16' });
     expect(cfg(['--dtype', 'auto', '--kv-cache-dtype', 'float32']).sidecar).toMatchObject({ precise: true, kvCacheDtype: 'float32' });
     expect(usage(() => cfg(['--kv-cache-dtype', 'fp8']))).toMatch(/--kv-cache-dtype must be auto, float32 or bfloat16, got fp8/);

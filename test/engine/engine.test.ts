@@ -142,6 +142,20 @@ describe('engine: scheduling', () => {
     e.engine.abort(12345);
   });
 
+  it("stats().profile: the CPU runner's time by phase, over the engine's own steps and tokens", async () => {
+    const e = await engine({ enablePrefixCaching: false });
+    const before = e.engine.stats().profile!;
+    await e.run([{ id: 1, prompt: randomTokens(20, 5), maxTokens: 5 }]);
+    const s = e.engine.stats();
+    const p = s.profile!;
+    // One 20-token prefill, then a step per token after the first (the last token is never fed back).
+    expect([p.steps - before.steps, p.tokens - before.tokens]).toEqual([5, 24]);
+    expect(p.steps).toBe(s.steps);
+    expect(p.gemmMs).toBeGreaterThan(before.gemmMs);
+    expect(p.attentionMs).toBeGreaterThan(before.attentionMs);
+    expect(p.threads).toBeGreaterThan(0);
+  });
+
   it('waitingCount() is stats().waiting: the queue behind a full batch, then none', async () => {
     const e = await engine({ maxNumSeqs: 1 }, { kvBlocks: 64 });
     const seen: [number, number][] = [];

@@ -86,22 +86,25 @@ it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
 });
 
 // The int8 variants a user can pick (README, "int8 weights"): two activation planes (value and
-// residual; --dtype auto) with one on the LM head (--lm-head-planes auto: the default), two throughout
-// (--lm-head-planes 2) and one plane (--dtype bfloat16). Each one's accuracy bound on formula-0.3b is
-// asserted here; the first two beat llama.cpp Q8_0 on every prompt, to the same bound.
+// residual; --dtype auto) with one on the LM head (--lm-head-planes auto) and a bf16 KV cache
+// (--kv-cache-dtype auto): the default; the same with an fp32 cache; the most precise (two planes
+// throughout and an fp32 cache) and one plane (--dtype bfloat16). Each one's accuracy bound on
+// formula-0.3b is asserted here; all but one plane beat llama.cpp Q8_0 on every prompt, to the bounds
+// below. NOTE: a bf16 cache under a two-plane LM head measured max |logit diff| 0.10-0.22 but left HF's
+// greedy tokens after 10 on prompt 1 (a near tie; bench/README.md, "int8's default KV cache").
 // NOTE: one plane rounds each activation to half a step of its row's max |x| / 127, as coarse as Q8_0's
 // per-32 blocks or coarser; its measured error is above Q8_0's and its free-running greedy tokens leave
 // HF's early (bench/results/cpu-int8-zen5-wave.json): it is bounded, not held to the Q8_0 target.
 // NOTE: the LM head on one plane leaves the layers' K/V and hidden states as precise as two planes'
 // and rounds only the final GEMM's input; its error (bench/results/cpu-int8-zen5-lm-head-planes.json)
-// sits under the same bound as two planes'.
+// sits under the same bound as two planes'. A bf16 KV cache: attention takes bf16 dot products (q and
+// P rounded to bf16 as K and V are), as the bf16 path does; bounded at a third of Q8_0's least error,
+// every greedy token HF's.
 const VARIANTS = [
-  { name: '2 planes, LM head 1 (default)', precise: true, lmHeadPrecise: undefined, head: 1, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
-  { name: '2 planes throughout (--lm-head-planes 2)', precise: true, lmHeadPrecise: true, head: 2, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
+  { name: '2 planes, LM head 1, bf16 KV cache (default)', precise: true, lmHeadPrecise: undefined, head: 1, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 3, allGreedy: true },
+  { name: '2 planes, LM head 1, fp32 KV cache (--kv-cache-dtype float32)', precise: true, lmHeadPrecise: undefined, head: 1, kvCacheDtype: 'float32', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
+  { name: 'most precise: 2 planes throughout, fp32 KV cache (--lm-head-planes 2 --kv-cache-dtype float32)', precise: true, lmHeadPrecise: true, head: 2, kvCacheDtype: 'float32', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
   { name: '1 plane (--dtype bfloat16)', precise: false, lmHeadPrecise: undefined, head: 1, maxDiff: 2.5, allGreedy: false },
-  // A bf16 KV cache: attention takes bf16 dot products (q and P rounded to bf16 as K and V are), as the
-  // bf16 path does; bounded at a third of Q8_0's least error, every greedy token HF's.
-  { name: '2 planes, LM head 1, bf16 KV cache (--kv-cache-dtype bfloat16)', precise: true, lmHeadPrecise: undefined, head: 1, kvCacheDtype: 'bfloat16', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 3, allGreedy: true },
 ] as const;
 
 describe.each(VARIANTS)('int8 on the formula-0.3b golden (real 0.3B shape), $name', (variant) => {

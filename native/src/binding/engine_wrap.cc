@@ -209,6 +209,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     it.Set("count", double(acc + s.iteration_counts.back()));
     it.Set("sum", double(s.iteration_tokens_sum));
     o.Set("iterationTokens", it);
+    if (s.has_profile) o.Set("profile", profile_js(info.Env(), s.profile));
     return o;
   }
 

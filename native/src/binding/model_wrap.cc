@@ -263,6 +263,28 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
   return p;
 }
 
+Napi::Object profile_js(Napi::Env env, const RunnerProfile& pr) {
+  Napi::Object prof = Napi::Object::New(env);
+  prof.Set("gemmMs", pr.gemm_ms);
+  prof.Set("gemmQkvMs", pr.gemm_qkv_ms);
+  prof.Set("gemmOMs", pr.gemm_o_ms);
+  prof.Set("gemmGateUpMs", pr.gemm_gate_up_ms);
+  prof.Set("gemmDownMs", pr.gemm_down_ms);
+  prof.Set("attentionMs", pr.attention_ms);
+  prof.Set("otherMs", pr.other_ms);
+  prof.Set("lmHeadMs", pr.lm_head_ms);
+  prof.Set("embedMs", pr.embed_ms);
+  prof.Set("ropeKvMs", pr.rope_kv_ms);
+  prof.Set("residualMs", pr.residual_ms);
+  prof.Set("prepMs", pr.prep_ms);
+  prof.Set("gemmBusyMs", pr.gemm_busy_ms);
+  prof.Set("attentionBusyMs", pr.attention_busy_ms);
+  prof.Set("threads", double(pr.threads));
+  prof.Set("steps", double(pr.steps));
+  prof.Set("tokens", double(pr.tokens));
+  return prof;
+}
+
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   if (!model_) throw Napi::Error::New(info.Env(), "model is closed");
   IModelRunner& r = *model_->runner;
@@ -283,26 +305,7 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     o.Set("lmHeadGemm", q.lm_head_int8 ? k8->isa : r.backend());
     o.Set("planes", cpu_runner->precise() ? 2 : 1);
     o.Set("lmHeadPlanes", cpu_runner->lm_head_precise() ? 2 : 1);
-    const ModelRunner::Profile pr = cpu_runner->profile();
-    Napi::Object prof = Napi::Object::New(info.Env());
-    prof.Set("gemmMs", pr.gemm_ms);
-    prof.Set("gemmQkvMs", pr.gemm_qkv_ms);
-    prof.Set("gemmOMs", pr.gemm_o_ms);
-    prof.Set("gemmGateUpMs", pr.gemm_gate_up_ms);
-    prof.Set("gemmDownMs", pr.gemm_down_ms);
-    prof.Set("attentionMs", pr.attention_ms);
-    prof.Set("otherMs", pr.other_ms);
-    prof.Set("lmHeadMs", pr.lm_head_ms);
-    prof.Set("embedMs", pr.embed_ms);
-    prof.Set("ropeKvMs", pr.rope_kv_ms);
-    prof.Set("residualMs", pr.residual_ms);
-    prof.Set("prepMs", pr.prep_ms);
-    prof.Set("gemmBusyMs", pr.gemm_busy_ms);
-    prof.Set("attentionBusyMs", pr.attention_busy_ms);
-    prof.Set("threads", double(pr.threads));
-    prof.Set("steps", double(pr.steps));
-    prof.Set("tokens", double(pr.tokens));
-    o.Set("profile", prof);
+    o.Set("profile", profile_js(info.Env(), cpu_runner->profile()));
   }
   uint64_t graph_steps = 0, eager_steps = 0, captures = 0, used = 0;
   std::string name;

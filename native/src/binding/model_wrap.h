@@ -28,6 +28,10 @@ struct LoadedModel {
 struct LoadOptions;
 Result<std::shared_ptr<LoadedModel>> load_model(const LoadOptions& opts);
 
+// A runner's phase profile as the JS CpuProfile (src/sidecar/native.ts): model.info().profile and
+// engine.stats().profile.
+Napi::Object profile_js(Napi::Env env, const RunnerProfile& p);
+
 class NativeModel : public Napi::ObjectWrap<NativeModel> {
  public:
   static Napi::Function Init(Napi::Env env);

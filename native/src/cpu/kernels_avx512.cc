@@ -205,14 +205,25 @@ inline void to_bf16(const float* src, uint16_t* dst, int n) {
 }
 
 // Scores of RG heads (q as bf16 pairs, [RG][D/2] at stride D/2) over C vectors of 16 keys each
-// (kt[c]: the 16 keys' column in a K^T block tile, row stride bs).
-template <int RG, int C>
+// (kt[c]: the 16 keys' column in a K^T block tile, row stride bs). PF: kn[c] (the next vectors' K^T
+// columns, or nullptr) into L1 and vn[c] (these vectors' V rows, 16 D contiguous bf16) into L2 as
+// the loop goes, a line of each per d pair (D / 2 lines of V each): a decode step reads the cache
+// from memory in scattered 4 KiB tiles, which the hardware prefetchers follow poorly.
+template <int RG, int C, bool PF>
 inline void qk_tile_dot(const uint32_t* qp, int D, const uint16_t* const* kt, int bs, float scale, float* const* out,
-                        int ld, __m512i idx) {
+                        int ld, __m512i idx, const uint16_t* const* kn, const uint16_t* const* vn) {
   __m512 acc[RG][C];
   for (int r = 0; r < RG; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   for (int d = 0; d < D; d += 2) {
+    if constexpr (PF)
+      for (int c = 0; c < C; ++c) {
+        if (kn[c]) {
+          _mm_prefetch(reinterpret_cast<const char*>(kn[c] + size_t(d) * bs), _MM_HINT_T0);
+          if (bs > 16) _mm_prefetch(reinterpret_cast<const char*>(kn[c] + size_t(d + 1) * bs), _MM_HINT_T0);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(vn[c] + size_t(d) * 16), _MM_HINT_T1);
+      }
     __m512i k[C];
     for (int c = 0; c < C; ++c) k[c] = pair16(kt[c] + size_t(d) * bs, kt[c] + size_t(d + 1) * bs, idx);
     for (int r = 0; r < RG; ++r) {
@@ -225,29 +236,45 @@ inline void qk_tile_dot(const uint32_t* qp, int D, const uint16_t* const* kt, in
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c] + size_t(r) * ld, _mm512_mul_ps(acc[r][c], vs));
 }
 
+// pf: prefetch as the keys are scored (qk_tile_dot), for a task's first query token (it walks K and
+// V in from memory; the later ones find them in cache).
 template <int RG>
 void qk_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const uint32_t* qp, float* sc, int ld,
-                __m512i idx) {
+                __m512i idx, bool pf) {
   const int D = L.head_dim, bs = L.block_size;
   const size_t block_stride = size_t(L.num_kv_heads) * bs * D;
   auto tile = [&](int j) {
     return static_cast<const uint16_t*>(L.k_cache) + size_t(s.block_table[j / bs]) * block_stride +
            size_t(kvh) * bs * D + j % bs;
   };
+  auto vrows = [&](int j) {
+    return static_cast<const uint16_t*>(L.v_cache) + size_t(s.block_table[j / bs]) * block_stride +
+           size_t(kvh) * bs * D + size_t(j % bs) * D;
+  };
   // Whole vectors of 16 keys (bs is a multiple of 16): the last may run into the block's unused
   // slots, whose scores land in the row's padding and are never read.
   constexpr int C = 3;
   const int nv = (n_keys + 15) / 16;
-  const uint16_t* kt[C];
+  const uint16_t *kt[C], *kn[C], *vn[C];
   float* out[C];
   int v = 0;
   for (; v + C <= nv; v += C) {
     for (int c = 0; c < C; ++c) kt[c] = tile((v + c) * 16), out[c] = sc + (v + c) * 16;
-    qk_tile_dot<RG, C>(qp, D, kt, bs, L.scale, out, ld, idx);
+    if (pf) {
+      for (int c = 0; c < C; ++c) kn[c] = v + C + c < nv ? tile((v + C + c) * 16) : nullptr, vn[c] = vrows((v + c) * 16);
+      qk_tile_dot<RG, C, true>(qp, D, kt, bs, L.scale, out, ld, idx, kn, vn);
+    } else {
+      qk_tile_dot<RG, C, false>(qp, D, kt, bs, L.scale, out, ld, idx, nullptr, nullptr);
+    }
   }
   for (; v < nv; ++v) {
     kt[0] = tile(v * 16), out[0] = sc + v * 16;
-    qk_tile_dot<RG, 1>(qp, D, kt, bs, L.scale, out, ld, idx);
+    if (pf) {
+      kn[0] = v + 1 < nv ? tile((v + 1) * 16) : nullptr, vn[0] = vrows(v * 16);
+      qk_tile_dot<RG, 1, true>(qp, D, kt, bs, L.scale, out, ld, idx, kn, vn);
+    } else {
+      qk_tile_dot<RG, 1, false>(qp, D, kt, bs, L.scale, out, ld, idx, nullptr, nullptr);
+    }
   }
 }
 
@@ -295,8 +322,11 @@ template <int RG>
 void pv_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const uint32_t* pp, int ldp, float* out,
                 const float* inv_sum, __m512i idx) {
   const int D = L.head_dim;
+  // Column passes of 48, then one of 32 where 32 are left (head_dim 128: 48 + 48 + 32, three walks
+  // over the keys' weights instead of four), then 16s.
   int d0 = 0;
-  for (; d0 + 48 <= D; d0 += 48) pv_tile_dot<RG, 3>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
+  for (; d0 + 48 <= D && D - d0 != 32; d0 += 48) pv_tile_dot<RG, 3>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
+  for (; d0 + 32 <= D; d0 += 32) pv_tile_dot<RG, 2>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
   for (; d0 + 16 <= D; d0 += 16) pv_tile_dot<RG, 1>(L, s, kvh, n_keys, pp, ldp, d0, out, inv_sum, idx);
 }
 
@@ -322,12 +352,16 @@ void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, i
     const uint32_t* qp = reinterpret_cast<const uint32_t*>(qb);  // [rep][D / 2] pairs
     float* o = s.out + size_t(t) * qstride + size_t(kvh) * rep * D;
     float* scores = scratch;
+    // The task's first query token walks K and V in from memory (in a decode step, its only one):
+    // its first head group prefetches as it goes.
+    const bool pf = t == t0;
     int r = 0;
     for (; r + 8 <= rep; r += 8)
-      qk_all_dot<8>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+      qk_all_dot<8>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx, pf && r == 0);
     for (; r + 4 <= rep; r += 4)
-      qk_all_dot<4>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
-    for (; r < rep; ++r) qk_all_dot<1>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx);
+      qk_all_dot<4>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx, pf && r == 0);
+    for (; r < rep; ++r)
+      qk_all_dot<1>(L, s, kvh, n_keys, qp + size_t(r) * (D / 2), scores + size_t(r) * ld, ld, idx, pf && r == 0);
     float inv_sum[64];
     softmax_rows(scores, rep, ld, n_keys, inv_sum);
     // Each row's weights to bf16 in place (row r keeps its base; bf16 j at byte 2j never passes a
@@ -343,7 +377,8 @@ void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, i
       pv_all_dot<8>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
     for (; r + 4 <= rep; r += 4)
       pv_all_dot<4>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
-    for (; r < rep; ++r) pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r < rep; ++r)
+      pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
   }
 }
 

@@ -128,6 +128,7 @@ void Engine::publish_stats(double step_ms, int tokens, int seqs) {
   stats_.prompt_tokens = prompt_tokens_;
   stats_.generation_tokens = generation_tokens_;
   stats_.steps = steps_;
+  stats_.has_profile = runner_->profile(&stats_.profile);  // on the step thread, between steps
   stats_.mask_wait_ms = double(mask_wait_ns_) / 1e6;
   stats_.mask_steps = mask_steps_;
   stats_.mask_wait_from_ring_ms = mask_wait_from_ring_ms_;

@@ -92,6 +92,9 @@ struct EngineStats {
   // tokens and more than the bound before (the last entry: above every bound).
   std::array<uint64_t, kIterationTokenBounds.size() + 1> iteration_counts{};
   uint64_t iteration_tokens_sum = 0;
+  // The runner's phase profile after the last step, where it keeps one (has_profile).
+  bool has_profile = false;
+  RunnerProfile profile;
 };
 
 using StepSink = std::function<void(std::vector<StepOutput>&&)>;

@@ -43,22 +43,12 @@ class ModelRunner : public IModelRunner {
   bool precise() const { return precise_; }
   bool lm_head_precise() const { return lm_head_precise_; }
 
-  // Cumulative wall time per phase since start (profiling; a few clock reads per layer). gemm_ms is
-  // the layers' GEMMs (activation preparation included), also split by matrix group.
-  struct Profile {
-    double gemm_ms = 0, attention_ms = 0, other_ms = 0, lm_head_ms = 0;
-    double gemm_qkv_ms = 0, gemm_o_ms = 0, gemm_gate_up_ms = 0, gemm_down_ms = 0;
-    // Parts of other_ms: embedding lookup and RoPE angles, RoPE and the K/V cache writes, the residual
-    // after down_proj (the rest of other_ms: the final norm). prep_ms: the GEMMs' activation
-    // preparation (inside gemm_ms), with the norms and silu(gate) * up that run inside it.
-    double embed_ms = 0, rope_kv_ms = 0, residual_ms = 0, prep_ms = 0;
-    // Task time summed over the threads (ms of thread time): gemm_busy_ms / (gemm_ms * threads) is the
-    // share of the GEMMs' thread time spent in tasks, the rest idle or dispatching; the same for attention.
-    double gemm_busy_ms = 0, attention_busy_ms = 0;
-    int threads = 0;
-    uint64_t steps = 0, tokens = 0;
-  };
+  using Profile = RunnerProfile;
   Profile profile() const;
+  bool profile(RunnerProfile* out) const override {
+    *out = profile();
+    return true;
+  }
 
  private:
   // y[:, 0:N] = x · W^T for each (W, N, y) sharing the same input x [T, K]; W is bf16 (w) or int8

@@ -37,6 +37,22 @@ struct DeviceSampling {
   bool masked = false;
 };
 
+// The CPU runner's cumulative wall time per phase since load (profiling; a few clock reads per
+// layer). gemm_ms is the layers' GEMMs (activation preparation included), also split by matrix group.
+struct RunnerProfile {
+  double gemm_ms = 0, attention_ms = 0, other_ms = 0, lm_head_ms = 0;
+  double gemm_qkv_ms = 0, gemm_o_ms = 0, gemm_gate_up_ms = 0, gemm_down_ms = 0;
+  // Parts of other_ms: embedding lookup and RoPE angles, RoPE and the K/V cache writes, the residual
+  // after down_proj (the rest of other_ms: the final norm). prep_ms: the GEMMs' activation
+  // preparation (inside gemm_ms), with the norms and silu(gate) * up that run inside it.
+  double embed_ms = 0, rope_kv_ms = 0, residual_ms = 0, prep_ms = 0;
+  // Task time summed over the threads (ms of thread time): gemm_busy_ms / (gemm_ms * threads) is the
+  // share of the GEMMs' thread time spent in tasks, the rest idle or dispatching; the same for attention.
+  double gemm_busy_ms = 0, attention_busy_ms = 0;
+  int threads = 0;
+  uint64_t steps = 0, tokens = 0;
+};
+
 class IModelRunner {
  public:
   virtual ~IModelRunner() = default;
@@ -69,6 +85,11 @@ class IModelRunner {
   virtual uint64_t kv_bytes() const = 0;
   virtual uint64_t weight_bytes() const = 0;  // bf16 matrix bytes read per step (lm_head once)
   virtual const char* backend() const = 0;    // "avx512", "avx2" or "cuda"
+  // The phase profile where the runner keeps one (the CPU runner); called between steps only.
+  virtual bool profile(RunnerProfile* out) const {
+    (void)out;
+    return false;
+  }
 };
 
 // The checks every runner makes before touching the cache (token ids, block table lengths, block ids).

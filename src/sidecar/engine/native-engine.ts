@@ -8,6 +8,7 @@
 
 import { MAX_LOGPROBS, MAX_N } from '../../protocol/limits.js';
 import type { EngineTiming } from '../../protocol/engine-client.js';
+import type { CpuProfile } from '../native.js';
 
 /** A request as the engine sees it. Validated by the sidecar; the engine re-checks and refuses. */
 export interface EngineRequest {
@@ -91,6 +92,8 @@ export interface EngineStatsNative {
   generationTokens: number;
   steps: number;
   stepTimeMs: number; // last step
+  /** The CPU runner's phase profile after the last step (cumulative ms since load); absent on CUDA. */
+  profile?: CpuProfile;
   /** Structured output: the step thread's time waiting for grammar masks not there yet, ms since start. */
   maskWaitMs?: number;
   /**

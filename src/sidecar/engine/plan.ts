@@ -45,6 +45,16 @@ export function resolveLmHeadPrecise(load: Pick<NativeLoadOptions, 'quantization
   return load.precise !== false && !int8Head;
 }
 
+/**
+ * The KV cache's element type where the caller left it to us: bf16 under int8 weights (whose accuracy
+ * is set by the quantized GEMMs; with a bf16 cache the int8 path takes the bf16 dot-product attention,
+ * which reads half the bytes: bench/README.md, "int8 with a bf16 KV cache"), else fp32 (fp32-grade
+ * results, the reference's).
+ */
+export function resolveKvCacheDtype(load: Pick<NativeLoadOptions, 'quantization' | 'kvCacheDtype'>): 'float32' | 'bfloat16' {
+  return load.kvCacheDtype ?? (load.quantization === 'int8' ? 'bfloat16' : 'float32');
+}
+
 /** What a caller may ask for; every field has a default. */
 export type PlanOptions = Partial<
   Pick<
@@ -103,7 +113,7 @@ export function planEngine(input: PlanInput): EnginePlan {
   const { config, device, options: o } = input;
   const blockSize = o.blockSize ?? DEFAULT_BLOCK_SIZE;
   if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) throw new RangeError('blockSize must be 1..1024');
-  const kvCacheDtype = o.kvCacheDtype ?? 'float32';
+  const kvCacheDtype = resolveKvCacheDtype(o);
   const perBlock = kvBlockBytes(config.native, blockSize, kvCacheDtype);
   const kvBlocks = planKvBlocks(input, perBlock);
   const maxModelLen = o.maxModelLen ?? Math.min(config.maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);

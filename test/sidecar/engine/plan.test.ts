@@ -141,6 +141,15 @@ describe('planEngine: the load options', () => {
     });
   });
 
+  it('the KV cache dtype left to us: bf16 under int8 weights (and half the bytes a block), else fp32; one asked for wins', () => {
+    const int8 = planEngine(input({ options: { quantization: 'int8', kvCacheMemory: 64 * BLOCK } }));
+    expect(int8.load.kvCacheDtype).toBe('bfloat16');
+    expect(int8).toMatchObject({ kvBlockBytes: BLOCK / 2, kvBlocks: 128 });
+    expect(planEngine(input({ options: { quantization: 'none' } })).load.kvCacheDtype).toBe('float32');
+    expect(planEngine(input({ options: { quantization: 'int8', kvCacheDtype: 'float32' } })).load.kvCacheDtype).toBe('float32');
+    expect(planEngine(input({ options: { kvCacheDtype: 'bfloat16' } })).load.kvCacheDtype).toBe('bfloat16');
+  });
+
   it('carry what was asked', () => {
     const o = { threads: 3, isa: 'avx2', precise: false, enforceEager: true, captureGraphs: true, kvCacheDtype: 'bfloat16', maxNumSeqs: 8 } as const;
     expect(planEngine(input({ device: 'cuda', options: o })).load).toMatchObject({ ...o, device: 'cuda' });

@@ -1,0 +1,94 @@
+// `node --import tsx bench/wave-ab.ts`: bench:engine:cpu's 64-stream random wave (64-256 new tokens,
+// greedy) for two CPU paths, alternated for --rounds rounds (A B, B A, A B, ...), each wave on a fresh
+// engine, with the runner's time by phase split into steps that carry a prefill chunk and decode-only
+// steps. The ratio B / A is taken per round from its two adjacent waves: this host's speed drifts by
+// 15-30% over minutes, which moves two waves run minutes apart (bench:engine:cpu runs one path's rows
+// after the other's) more than the change a ratio is meant to show.
+// Flags: --a, --b (path names below; default bf16 precise against int8's defaults), --rounds N
+// (default 3), --threads N (default 2), --concurrency N (default 64), --host "kind", --out FILE.
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
+import type { CpuProfile, NativeLoadOptions } from '../src/sidecar/native.js';
+import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
+import { watchHostLoad } from './engine/host-load.js';
+import { sideBySideWorkload } from './engine/workload.js';
+
+type PathOptions = Pick<NativeLoadOptions, 'isa' | 'quantization' | 'precise' | 'lmHeadPrecise' | 'kvCacheDtype'>;
+const PATHS: Record<string, PathOptions> = {
+  'bf16 precise, avx512': { isa: 'avx512', quantization: 'none', precise: true },
+  'int8 default': { isa: '', quantization: 'int8', precise: true },
+  'int8, fp32 KV cache': { isa: '', quantization: 'int8', precise: true, kvCacheDtype: 'float32' },
+  'bf16 precise, amx-bf16': { isa: 'amx', quantization: 'none', precise: true },
+};
+
+const arg = (name: string) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const [nameA, nameB] = [arg('--a') ?? 'bf16 precise, avx512', arg('--b') ?? 'int8 default'];
+for (const n of [nameA, nameB]) if (!PATHS[n]) throw new Error(`unknown path ${n}; known: ${Object.keys(PATHS).join(', ')}`);
+const rounds = Number(arg('--rounds') ?? 3);
+const threads = Number(arg('--threads') ?? 2);
+const concurrency = Number(arg('--concurrency') ?? 64);
+const out = arg('--out') ?? 'bench/results/cpu-wave-ab.json';
+
+/** The runner's phase times (ms) summed over steps of one kind. */
+type Phases = { steps: number; tokens: number } & Record<'gemmMs' | 'attentionMs' | 'lmHeadMs' | 'otherMs', number>;
+const PHASE_KEYS = ['gemmMs', 'attentionMs', 'lmHeadMs', 'otherMs'] as const;
+const zero = (): Phases => ({ steps: 0, tokens: 0, gemmMs: 0, attentionMs: 0, lmHeadMs: 0, otherMs: 0 });
+
+interface Wave {
+  path: string;
+  round: number;
+  result: RunResult;
+  /** Steps with more rows than sequences (a prefill chunk among them) and decode-only steps. */
+  phases: { prefillSteps: Phases; decodeSteps: Phases; unsplit: Phases };
+}
+
+const dir = (await ensureFormulaCheckpoint()).dir;
+
+async function wave(path: string, round: number): Promise<Wave> {
+  const load = { ...PATHS[path]!, threads, kvCacheMemory: 2 * 2 ** 30 };
+  const { engine, setSink, kvBlockBytes, nextIds } = await openBenchEngine(dir, load, { maxNumSeqs: 256, maxNumBatchedTokens: 512, maxModelLen: 4096, enablePrefixCaching: false });
+  const phases = { prefillSteps: zero(), decodeSteps: zero(), unsplit: zero() };
+  let prev: CpuProfile | undefined;
+  // At each step callback (the engine publishes its stats before it calls back), the profile's change
+  // since the last one: one step's when a single step ran between them, which the step's rows place.
+  const observe = (f: (o: never[]) => void) => (outs: never[]) => {
+    const { profile: p, lastStepSeqs } = engine.stats();
+    if (p && prev) {
+      const steps = p.steps - prev.steps, tokens = p.tokens - prev.tokens;
+      const into = steps !== 1 ? phases.unsplit : tokens > lastStepSeqs ? phases.prefillSteps : phases.decodeSteps;
+      into.steps += steps;
+      into.tokens += tokens;
+      for (const k of PHASE_KEYS) into[k] += p[k] - prev[k];
+    }
+    prev = p;
+    f(outs);
+  };
+  const result = await engineRun(engine, (f) => setSink(observe(f as never) as never), sideBySideWorkload(concurrency, false), concurrency, `random wave, ${concurrency} streams`, kvBlockBytes, nextIds(concurrency));
+  await engine.close();
+  const s = (p: Phases) => `${p.steps} steps: GEMMs ${(p.gemmMs / 1000).toFixed(1)} s, attention ${(p.attentionMs / 1000).toFixed(1)}, LM head ${(p.lmHeadMs / 1000).toFixed(1)}`;
+  console.log(`round ${round} ${path}: ${result.outputTokS.toFixed(1)} tok/s in ${result.seconds.toFixed(1)} s\n  prefill ${s(phases.prefillSteps)}\n  decode  ${s(phases.decodeSteps)}`);
+  return { path, round, result, phases };
+}
+
+const hostLoad = watchHostLoad();
+const waves: Wave[] = [];
+const ratios: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  const order = r % 2 === 0 ? [nameA, nameB] : [nameB, nameA];
+  const pair: Record<string, Wave> = {};
+  for (const p of order) waves.push((pair[p] = await wave(p, r)));
+  ratios.push(pair[nameB]!.result.outputTokS / pair[nameA]!.result.outputTokS);
+  console.log(`round ${r}: ${nameB} / ${nameA} = ${ratios.at(-1)!.toFixed(2)}x`);
+}
+const load = hostLoad.stop();
+const sorted = [...ratios].sort((x, y) => x - y);
+const tokS = (p: string) => waves.filter((w) => w.path === p).reduce((a, w) => a + w.result.outputTokens, 0) / waves.filter((w) => w.path === p).reduce((a, w) => a + w.result.seconds, 0);
+const summary = { perRound: ratios, min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], max: sorted.at(-1), pooled: tokS(nameB) / tokS(nameA) };
+console.log(`${nameB} / ${nameA}: rounds ${ratios.map((x) => x.toFixed(2)).join(' ')}, median ${summary.median!.toFixed(2)}x, pooled ${summary.pooled.toFixed(2)}x`);
+console.log(`other processes ${(load.othersShare * 100).toFixed(1)}% of the cores' time, hypervisor steal ${(load.stealShare * 100).toFixed(1)}%`);
+await writeFile(out, JSON.stringify({ host: arg('--host') ?? os.cpus()[0]?.model, threads, concurrency, a: nameA, b: nameB, paths: { [nameA]: PATHS[nameA], [nameB]: PATHS[nameB] }, ratio: summary, hostLoad: load, valid: load.valid, date: new Date().toISOString(), waves }, null, 1) + '\n');
+console.log(`wrote ${out}`);
