@@ -90,7 +90,8 @@ void report(const char* name, int keys, int caches, double flop, double bytes32,
   std::printf(
       "{\"case\":\"%s\",\"keys\":%d,\"caches\":%d,\"fp32Ms\":%.3f,\"bf16Ms\":%.3f,\"bf16DotMs\":%.3f,"
       "\"fp32Gflops\":%.1f,\"bf16Gflops\":%.1f,\"bf16DotGflops\":%.1f,"
-      "\"fp32CacheGBs\":%.1f,\"bf16CacheGBs\":%.1f,\"bf16DotCacheGBs\":%.1f,\"bf16Speedup\":%.2f,\"bf16DotSpeedup\":%.2f}\n",
+      "\"fp32CacheGBs\":%.1f,\"bf16CacheGBs\":%.1f,\"bf16DotCacheGBs\":%.1f,\"bf16Speedup\":%.2f,\"bf16DotSpeedup\":%."
+      "2f}\n",
       name, keys, caches, best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, flop / best[0] / 1e9, flop / best[1] / 1e9,
       flop / best[2] / 1e9, bytes32 / best[0] / 1e9, bytes32 / 2 / best[1] / 1e9, bytes32 / 2 / best[2] / 1e9,
       best[0] / best[1], best[0] / best[2]);
@@ -108,8 +109,7 @@ int main(int argc, char** argv) {
     const int nb = (T + kBlock - 1) / kBlock;
     std::vector<int32_t> bt(static_cast<size_t>(nb));
     for (int i = 0; i < nb; ++i) bt[size_t(i)] = i;
-    std::vector<float> q(size_t(T) * kHeads * kHeadDim), out(q.size()),
-        scratch(attention_scratch(c.layer(0, 0), T));
+    std::vector<float> q(size_t(T) * kHeads * kHeadDim), out(q.size()), scratch(attention_scratch(c.layer(0, 0), T));
     for (auto& x : q) x = nd(rng);
     double best[3] = {1e30, 1e30, 1e30};
     for (int r = 0; r < reps; ++r)
@@ -165,8 +165,8 @@ int main(int argc, char** argv) {
         }
         volatile int keep = _mm512_reduce_add_epi32(acc);
         (void)keep;
-        std::printf("{\"case\":\"decode, bf16 cache read alone\",\"keys\":%d,\"ms\":%.3f,\"GBs\":%.1f}\n", T, bestr * 1e3,
-                    double(T) * kKvHeads * kHeadDim * 2 * 2 * calls / bestr / 1e9);
+        std::printf("{\"case\":\"decode, bf16 cache read alone\",\"keys\":%d,\"ms\":%.3f,\"GBs\":%.1f}\n", T,
+                    bestr * 1e3, double(T) * kKvHeads * kHeadDim * 2 * 2 * calls / bestr / 1e9);
       }
       const double bytes = double(T) * kKvHeads * kHeadDim * 4 * 2 * calls;  // K and V, fp32
       report(distinct > 1 ? "decode, 64 sequences x 18 layers" : "decode, one sequence's cache 1152 times (in cache)",

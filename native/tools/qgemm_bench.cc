@@ -111,13 +111,18 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string baseline = argc > 2 ? argv[2] : "";
   const Shape shapes[] = {
-      {"decode, gate+up", 1, 6144, 1024},     {"decode, down", 1, 1024, 3072},
-      {"decode, lm_head", 1, 103424, 1024},   {"batch 16, gate+up", 16, 6144, 1024},
-      {"batch 64, gate+up", 64, 6144, 1024},  {"prefill 512, gate+up", 512, 6144, 1024},
-      {"prefill 512, down", 512, 1024, 3072}, {"prefill 512, qkv", 512, 2560, 1024},
+      {"decode, gate+up", 1, 6144, 1024},
+      {"decode, down", 1, 1024, 3072},
+      {"decode, lm_head", 1, 103424, 1024},
+      {"batch 16, gate+up", 16, 6144, 1024},
+      {"batch 64, gate+up", 64, 6144, 1024},
+      {"prefill 512, gate+up", 512, 6144, 1024},
+      {"prefill 512, down", 512, 1024, 3072},
+      {"prefill 512, qkv", 512, 2560, 1024},
       {"prefill 512, o", 512, 1024, 2048},
       // A batched decode step as the engine runs it: every layer's weights come from memory.
-      {"batch 40, gate+up, from memory", 40, 6144, 1024, 24}, {"batch 40, down, from memory", 40, 1024, 3072, 48},
+      {"batch 40, gate+up, from memory", 40, 6144, 1024, 24},
+      {"batch 40, down, from memory", 40, 1024, 3072, 48},
       {"batch 40, lm_head, from memory", 40, 103424, 1024, 2},
   };
   std::vector<std::pair<std::string, const Int8Kernels*>> int8;
@@ -208,14 +213,14 @@ int main(int argc, char** argv) {
                          }});
       if (s.mats == 1)  // (the bf16 weights are one copy: not a from-memory figure)
         cases.push_back({std::string("bf16 ") + bf16->isa + (precise ? ", 2 planes" : ", 1 plane"), precise ? 2 : 1,
-                       [&, precise] {
-                         Act a;
-                         a.M = s.M, a.K = s.K, a.Kp = pad_k(s.K), a.precise = precise, a.data = act.data();
-                         bf16->prepare_act(x.data(), s.K, a, 0, s.M);
-                         for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
-                           bf16->gemm(a, wp.data(), s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
-                       },
-                       bf16->dot_peak});
+                         [&, precise] {
+                           Act a;
+                           a.M = s.M, a.K = s.K, a.Kp = pad_k(s.K), a.precise = precise, a.data = act.data();
+                           bf16->prepare_act(x.data(), s.K, a, 0, s.M);
+                           for (int n0 = 0; n0 < s.N; n0 += kTaskRows)
+                             bf16->gemm(a, wp.data(), s.N, n0, std::min(s.N, n0 + kTaskRows), y.data(), s.N);
+                         },
+                         bf16->dot_peak});
     }
     // Enough calls per timing for ~20 ms at 100 GOP/s.
     const double ops = 2.0 * s.M * s.N * s.K;

@@ -261,7 +261,8 @@ void qk_all_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int n_keys, const
   for (; v + C <= nv; v += C) {
     for (int c = 0; c < C; ++c) kt[c] = tile((v + c) * 16), out[c] = sc + (v + c) * 16;
     if (pf) {
-      for (int c = 0; c < C; ++c) kn[c] = v + C + c < nv ? tile((v + C + c) * 16) : nullptr, vn[c] = vrows((v + c) * 16);
+      for (int c = 0; c < C; ++c)
+        kn[c] = v + C + c < nv ? tile((v + C + c) * 16) : nullptr, vn[c] = vrows((v + c) * 16);
       qk_tile_dot<RG, C, true>(qp, D, kt, bs, L.scale, out, ld, idx, kn, vn);
     } else {
       qk_tile_dot<RG, C, false>(qp, D, kt, bs, L.scale, out, ld, idx, nullptr, nullptr);
@@ -377,8 +378,7 @@ void attention_bf16_dot(const AttnLayer& L, const AttnSeq& s, int kvh, int t0, i
       pv_all_dot<8>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
     for (; r + 4 <= rep; r += 4)
       pv_all_dot<4>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
-    for (; r < rep; ++r)
-      pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
+    for (; r < rep; ++r) pv_all_dot<1>(L, s, kvh, n_keys, pp + size_t(r) * ld, ld, o + size_t(r) * D, inv_sum + r, idx);
   }
 }
 
