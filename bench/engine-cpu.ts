@@ -2,7 +2,7 @@
 // weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
 // --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
 // and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone (int8's defaults: two activation planes in
-// the layers, one on the LM head, a bf16 KV cache), then int8 with one activation plane (--dtype
+// the layers, one on the LM head, a bf16 KV cache where bf16DotAttentionFast, else fp32), then int8 with one activation plane (--dtype
 // bfloat16), int8 with two on the LM head too (--lm-head-planes 2), int8's default with an fp32 KV
 // cache (--kv-cache-dtype float32), and precise bf16 with a bf16 KV cache. `--paths 1,2,0` runs only
 // those (indices, in that order).

@@ -86,8 +86,9 @@ it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
 });
 
 // The int8 variants a user can pick (README, "int8 weights"): two activation planes (value and
-// residual; --dtype auto) with one on the LM head (--lm-head-planes auto) and a bf16 KV cache
-// (--kv-cache-dtype auto): the default; the same with an fp32 cache; the most precise (two planes
+// residual; --dtype auto) with one on the LM head (--lm-head-planes auto) and --kv-cache-dtype auto (a
+// bf16 cache where the bf16 dot attention is the fast one, bf16DotAttentionFast; fp32 on AMX hosts):
+// the default; the same with an fp32 cache; the most precise (two planes
 // throughout and an fp32 cache) and one plane (--dtype bfloat16). Each one's accuracy bound on
 // formula-0.3b is asserted here; all but one plane beat llama.cpp Q8_0 on every prompt, to the bounds
 // below. NOTE: a bf16 cache under a two-plane LM head measured max |logit diff| 0.10-0.22 but left HF's
@@ -101,7 +102,7 @@ it('keeps the LM head bf16 when asked (--lm-head-dtype bfloat16)', async () => {
 // P rounded to bf16 as K and V are), as the bf16 path does; bounded at a third of Q8_0's least error,
 // every greedy token HF's.
 const VARIANTS = [
-  { name: '2 planes, LM head 1, bf16 KV cache (default)', precise: true, lmHeadPrecise: undefined, head: 1, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 3, allGreedy: true },
+  { name: '2 planes, LM head 1, KV cache auto (default)', precise: true, lmHeadPrecise: undefined, head: 1, maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 3, allGreedy: true },
   { name: '2 planes, LM head 1, fp32 KV cache (--kv-cache-dtype float32)', precise: true, lmHeadPrecise: undefined, head: 1, kvCacheDtype: 'float32', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
   { name: 'most precise: 2 planes throughout, fp32 KV cache (--lm-head-planes 2 --kv-cache-dtype float32)', precise: true, lmHeadPrecise: true, head: 2, kvCacheDtype: 'float32', maxDiff: LLAMA_Q8_0_FORMULA_MIN_DIFF / 4, allGreedy: true },
   { name: '1 plane (--dtype bfloat16)', precise: false, lmHeadPrecise: undefined, head: 1, maxDiff: 2.5, allGreedy: false },

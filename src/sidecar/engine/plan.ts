@@ -46,13 +46,15 @@ export function resolveLmHeadPrecise(load: Pick<NativeLoadOptions, 'quantization
 }
 
 /**
- * The KV cache's element type where the caller left it to us: bf16 under int8 weights (whose accuracy
- * is set by the quantized GEMMs; with a bf16 cache the int8 path takes the bf16 dot-product attention,
- * which reads half the bytes: bench/README.md, "int8 with a bf16 KV cache"), else fp32 (fp32-grade
- * results, the reference's).
+ * The KV cache's element type where the caller left it to us: bf16 under int8 weights on a CPU whose
+ * attention over a bf16 cache takes fast bf16 dot products (`bf16DotFast`: AVX512-BF16 kernels on a
+ * host without AMX, bf16DotAttentionFast in ../model/load.ts), whose accuracy is then set by the
+ * quantized GEMMs and which reads half the bytes; else fp32 (fp32-grade results, the reference's; on
+ * the AMX Xeons measured, `vdpbf16ps` runs below their fp32 FMAs and an int8 prefill read 35% slower
+ * over a bf16 cache: bench/README.md, "int8's default KV cache").
  */
-export function resolveKvCacheDtype(load: Pick<NativeLoadOptions, 'quantization' | 'kvCacheDtype'>): 'float32' | 'bfloat16' {
-  return load.kvCacheDtype ?? (load.quantization === 'int8' ? 'bfloat16' : 'float32');
+export function resolveKvCacheDtype(load: Pick<NativeLoadOptions, 'quantization' | 'kvCacheDtype'>, bf16DotFast = false): 'float32' | 'bfloat16' {
+  return load.kvCacheDtype ?? (load.quantization === 'int8' && bf16DotFast ? 'bfloat16' : 'float32');
 }
 
 /** What a caller may ask for; every field has a default. */
@@ -76,6 +78,8 @@ export interface PlanInput {
   freeMemory: number;
   /** What bounded freeMemory, for the error message (default "free memory"). */
   freeMemorySource?: string;
+  /** The CPU's bf16 dot-product attention is its fast one (resolveKvCacheDtype); absent: no. */
+  bf16DotFast?: boolean;
   options: PlanOptions;
 }
 
@@ -113,7 +117,7 @@ export function planEngine(input: PlanInput): EnginePlan {
   const { config, device, options: o } = input;
   const blockSize = o.blockSize ?? DEFAULT_BLOCK_SIZE;
   if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) throw new RangeError('blockSize must be 1..1024');
-  const kvCacheDtype = resolveKvCacheDtype(o);
+  const kvCacheDtype = resolveKvCacheDtype(o, device === 'cpu' && input.bf16DotFast === true);
   const perBlock = kvBlockBytes(config.native, blockSize, kvCacheDtype);
   const kvBlocks = planKvBlocks(input, perBlock);
   const maxModelLen = o.maxModelLen ?? Math.min(config.maxPositionEmbeddings, DEFAULT_MAX_MODEL_LEN);

@@ -50,8 +50,19 @@ export function planCheckpoint(checkpoint: Checkpoint, opts: LoadOptions = {}, r
     cudaLibrary,
     freeMemory: free.bytes,
     freeMemorySource: free.source,
+    bf16DotFast: bf16DotAttentionFast(native().cpuInfo(), options.isa ?? ''),
     options,
   });
+}
+
+/**
+ * Whether attention over a bf16 KV cache runs the AVX512-BF16 dot-product kernel and it is this CPU's
+ * fast attention: the AVX-512 kernels chosen (`isa` '' or 'avx512') on a host with AVX512-BF16 and no
+ * AMX (Zen 4/5). The AMX Xeons measured run `vdpbf16ps` below their fp32 FMAs (bench/results/
+ * attn-dot-intel.json), and 'amx' / 'avx2' kernels are not this kernel's choice to make.
+ */
+export function bf16DotAttentionFast(cpu: CpuInfo, isa: string): boolean {
+  return cpu.avx512bf16 && !cpu.amx && (isa === '' || isa === 'avx512');
 }
 
 /**

@@ -1,6 +1,6 @@
 // kernelNames (src/sidecar/model/load.ts): the start-up log's line of kernels, as the addon picks them.
 import { describe, expect, it } from 'vitest';
-import { kernelNames } from '../../../src/sidecar/model/load.js';
+import { bf16DotAttentionFast, kernelNames } from '../../../src/sidecar/model/load.js';
 import type { CpuInfo } from '../../../src/sidecar/native.js';
 
 const zen5: CpuInfo = { avx512bf16: true, avx2: true, amx: false, avx512vnni: true, avxvnni: true, best: 'avx512bf16', bestInt8: 'avx512vnni', cores: 2, amxBf16SmallRows: 'none', amxBf16TileOrder: 'none' };
@@ -30,5 +30,14 @@ describe('kernelNames', () => {
     expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadPrecise: true }, zen5)).toBe('gemm avx512vnni (int8 weights, 2 planes), lm_head avx512vnni, attention avx512bf16');
     expect(kernelNames({ device: 'cpu', quantization: 'int8', lmHeadInt8: false, precise: false, lmHeadPrecise: true }, zen5)).toBe('gemm avx512vnni (int8 weights, 1 plane), lm_head avx512bf16 (bf16, 2 planes), attention avx512bf16');
     expect(kernelNames({ device: 'cpu', lmHeadPrecise: false }, zen5)).toBe('gemm avx512bf16 (bf16 weights, 2 planes), lm_head 1 plane, attention avx512bf16');
+  });
+});
+
+describe('bf16DotAttentionFast (int8 takes a bf16 KV cache by default where it is true)', () => {
+  it('holds for the AVX-512 kernels on an AVX512-BF16 host without AMX, only', () => {
+    expect([bf16DotAttentionFast(zen5, ''), bf16DotAttentionFast(zen5, 'avx512')]).toEqual([true, true]);
+    expect(bf16DotAttentionFast(zen5, 'avx2')).toBe(false);
+    expect([bf16DotAttentionFast(xeon, ''), bf16DotAttentionFast(xeon, 'avx512'), bf16DotAttentionFast(xeon, 'amx')]).toEqual([false, false, false]);
+    expect(bf16DotAttentionFast({ ...zen5, avx512bf16: false, best: 'avx2' }, '')).toBe(false);
   });
 });

@@ -141,12 +141,14 @@ describe('planEngine: the load options', () => {
     });
   });
 
-  it('the KV cache dtype left to us: bf16 under int8 weights (and half the bytes a block), else fp32; one asked for wins', () => {
-    const int8 = planEngine(input({ options: { quantization: 'int8', kvCacheMemory: 64 * BLOCK } }));
+  it('the KV cache dtype left to us: bf16 under int8 where the bf16 dot attention is the fast one (half the bytes a block), else fp32; one asked for wins', () => {
+    const int8 = planEngine(input({ bf16DotFast: true, options: { quantization: 'int8', kvCacheMemory: 64 * BLOCK } }));
     expect(int8.load.kvCacheDtype).toBe('bfloat16');
     expect(int8).toMatchObject({ kvBlockBytes: BLOCK / 2, kvBlocks: 128 });
-    expect(planEngine(input({ options: { quantization: 'none' } })).load.kvCacheDtype).toBe('float32');
-    expect(planEngine(input({ options: { quantization: 'int8', kvCacheDtype: 'float32' } })).load.kvCacheDtype).toBe('float32');
+    expect(planEngine(input({ options: { quantization: 'int8' } })).load.kvCacheDtype).toBe('float32'); // an AMX Xeon's
+    expect(planEngine(input({ bf16DotFast: true, device: 'cuda', options: { quantization: 'int8' } })).load.kvCacheDtype).toBe('float32');
+    expect(planEngine(input({ bf16DotFast: true, options: { quantization: 'none' } })).load.kvCacheDtype).toBe('float32');
+    expect(planEngine(input({ bf16DotFast: true, options: { quantization: 'int8', kvCacheDtype: 'float32' } })).load.kvCacheDtype).toBe('float32');
     expect(planEngine(input({ options: { kvCacheDtype: 'bfloat16' } })).load.kvCacheDtype).toBe('bfloat16');
   });
 
