@@ -1,11 +1,6 @@
 // `npm run bench:engine:cpu`: the CPU GEMM paths side by side on the ERNIE-4.5-0.3B shape (formula
-// weights), same run: bf16 weights on AVX-512 (precise), on AMX-BF16 where the CPU has it, and
-// --quantization int8 on the default int8 kernels (AMX hosts: AMX-INT8 from 16 rows, AVX512-VNNI below),
-// and on AMX hosts on AVX512-VNNI alone and AMX-INT8 alone (int8's defaults: two activation planes in
-// the layers, one on the LM head, a bf16 KV cache where bf16DotAttentionFast, else fp32), then int8 with one activation plane (--dtype
-// bfloat16), int8 with two on the LM head too (--lm-head-planes 2), int8's default with an fp32 KV
-// cache (--kv-cache-dtype float32), and precise bf16 with a bf16 KV cache. `--paths 1,2,0` runs only
-// those (indices, in that order).
+// weights), same run: the paths of ./engine/cpu-paths.ts. `--paths 1,2,0` runs only those (indices,
+// in that order).
 // Rows per path and --threads value (comma list, run in that order): single-stream decode and prefill
 // of 512 tokens (beside the bandwidth ceiling and the kernels' measured peak); at the largest thread
 // count also the article's 5 prompts at once and one wave per --levels value (default 32,64) of the
@@ -29,9 +24,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
 import { kernelNames, loadModel } from '../src/sidecar/model/load.js';
-import { native, type NativeLoadOptions } from '../src/sidecar/native.js';
+import { native } from '../src/sidecar/native.js';
 import { engineAccuracy, formulaGolden, type PromptAccuracy } from './engine/accuracy.js';
 import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
+import { cpuPaths, type CpuPath } from './engine/cpu-paths.js';
 import { watchHostLoad, type HostLoad } from './engine/host-load.js';
 import { singleStream } from './engine/single-stream.js';
 import { articleWorkload, sideBySideWorkload, type BenchRequest } from './engine/workload.js';
@@ -54,22 +50,8 @@ const out = arg('--out') ?? path.join(here, 'results', 'cpu-int8.json');
 const host = arg('--host') ?? os.cpus()[0]?.model ?? 'unknown';
 const cpu = native().cpuInfo();
 
-type Path = { name: string } & Pick<NativeLoadOptions, 'isa' | 'quantization' | 'precise' | 'lmHeadPrecise' | 'kvCacheDtype'>;
-const paths: Path[] = [
-  { name: 'bf16 precise, avx512', isa: 'avx512', quantization: 'none', precise: true },
-  ...(cpu.amx ? [{ name: 'bf16 precise, amx-bf16', isa: 'amx', quantization: 'none', precise: true } as Path] : []),
-  { name: 'int8, best', isa: '', quantization: 'int8', precise: true },
-  ...(cpu.amx && cpu.avx512vnni ? [{ name: 'int8, avx512vnni', isa: 'avx512', quantization: 'int8', precise: true } as Path] : []),
-  ...(cpu.amx ? [{ name: 'int8, amx-int8 at every M', isa: 'amx', quantization: 'int8', precise: true } as Path] : []),
-  // --dtype bfloat16 with int8 weights: one activation plane (last, so the indices above keep their meaning).
-  { name: 'int8 1 plane, best', isa: '', quantization: 'int8', precise: false },
-  // --lm-head-planes 2: two planes on the LM head too (int8's default gives it one).
-  { name: 'int8, LM head 2 planes', isa: '', quantization: 'int8', precise: true, lmHeadPrecise: true },
-  // int8's default with --kv-cache-dtype float32 (the default before session 21; bf16's precise path keeps it).
-  { name: 'int8, fp32 KV cache', isa: '', quantization: 'int8', precise: true, kvCacheDtype: 'float32' },
-  // The precise bf16 path on a bf16 KV cache, as int8's default has.
-  { name: 'bf16 precise, avx512, bf16 KV cache', isa: 'avx512', quantization: 'none', precise: true, kvCacheDtype: 'bfloat16' },
-];
+type Path = CpuPath;
+const paths = cpuPaths(cpu);
 const pick = (s: string | undefined) => (s ? list(s).map((i) => paths[Number(i)]).filter((p): p is Path => p !== undefined) : paths);
 const chosen = pick(arg('--paths'));
 const batchedPaths = new Set(pick(arg('--wave-paths')).map((p) => p.name));

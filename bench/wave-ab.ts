@@ -4,39 +4,34 @@
 // steps. The ratio B / A is taken per round from its two adjacent waves: this host's speed drifts by
 // 15-30% over minutes, which moves two waves run minutes apart (bench:engine:cpu runs one path's rows
 // after the other's) more than the change a ratio is meant to show.
-// Flags: --a, --b (path names below; default bf16 precise against int8's defaults), --rounds N
+// Flags: --a, --b (names from ./engine/cpu-paths.ts; default bf16 precise against int8's defaults), --rounds N
 // (default 3), --threads N (default 2), --concurrency N (default 64), --host "kind", --out FILE.
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
-import type { CpuProfile, NativeLoadOptions } from '../src/sidecar/native.js';
+import { native, type CpuProfile } from '../src/sidecar/native.js';
 import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
+import { cpuPaths } from './engine/cpu-paths.js';
 import { watchHostLoad } from './engine/host-load.js';
+import { profileDelta } from './engine/single-stream.js';
 import { sideBySideWorkload } from './engine/workload.js';
 
-type PathOptions = Pick<NativeLoadOptions, 'isa' | 'quantization' | 'precise' | 'lmHeadPrecise' | 'kvCacheDtype'>;
-const PATHS: Record<string, PathOptions> = {
-  'bf16 precise, avx512': { isa: 'avx512', quantization: 'none', precise: true },
-  'int8 default': { isa: '', quantization: 'int8', precise: true },
-  'int8, fp32 KV cache': { isa: '', quantization: 'int8', precise: true, kvCacheDtype: 'float32' },
-  'bf16 precise, amx-bf16': { isa: 'amx', quantization: 'none', precise: true },
-};
+const PATHS = Object.fromEntries(cpuPaths(native().cpuInfo()).map(({ name, ...load }) => [name, load]));
 
 const arg = (name: string) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : undefined;
 };
-const [nameA, nameB] = [arg('--a') ?? 'bf16 precise, avx512', arg('--b') ?? 'int8 default'];
+const [nameA, nameB] = [arg('--a') ?? 'bf16 precise, avx512', arg('--b') ?? 'int8, best'];
 for (const n of [nameA, nameB]) if (!PATHS[n]) throw new Error(`unknown path ${n}; known: ${Object.keys(PATHS).join(', ')}`);
 const rounds = Number(arg('--rounds') ?? 3);
 const threads = Number(arg('--threads') ?? 2);
 const concurrency = Number(arg('--concurrency') ?? 64);
 const out = arg('--out') ?? 'bench/results/cpu-wave-ab.json';
 
-/** The runner's phase times (ms) summed over steps of one kind. */
-type Phases = { steps: number; tokens: number } & Record<'gemmMs' | 'attentionMs' | 'lmHeadMs' | 'otherMs', number>;
-const PHASE_KEYS = ['gemmMs', 'attentionMs', 'lmHeadMs', 'otherMs'] as const;
-const zero = (): Phases => ({ steps: 0, tokens: 0, gemmMs: 0, attentionMs: 0, lmHeadMs: 0, otherMs: 0 });
+/** The runner's phase times (ms, CpuProfile's fields) summed over steps of one kind. */
+type Phases = { steps: number; tokens: number } & Partial<CpuProfile>;
+const zero = (): Phases => ({ steps: 0, tokens: 0 });
 
 interface Wave {
   path: string;
@@ -62,14 +57,15 @@ async function wave(path: string, round: number): Promise<Wave> {
       const into = steps !== 1 ? phases.unsplit : tokens > lastStepSeqs ? phases.prefillSteps : phases.decodeSteps;
       into.steps += steps;
       into.tokens += tokens;
-      for (const k of PHASE_KEYS) into[k] += p[k] - prev[k];
+      for (const [k, ms] of Object.entries(profileDelta(prev, p, 1)) as [keyof CpuProfile, number][])
+        if (k !== 'threads') into[k] = (into[k] ?? 0) + ms;
     }
     prev = p;
     f(outs);
   };
   const result = await engineRun(engine, (f) => setSink(observe(f as never) as never), sideBySideWorkload(concurrency, false), concurrency, `random wave, ${concurrency} streams`, kvBlockBytes, nextIds(concurrency));
   await engine.close();
-  const s = (p: Phases) => `${p.steps} steps: GEMMs ${(p.gemmMs / 1000).toFixed(1)} s, attention ${(p.attentionMs / 1000).toFixed(1)}, LM head ${(p.lmHeadMs / 1000).toFixed(1)}`;
+  const s = (p: Phases) => `${p.steps} steps: GEMMs ${((p.gemmMs ?? 0) / 1000).toFixed(1)} s, attention ${((p.attentionMs ?? 0) / 1000).toFixed(1)}, LM head ${((p.lmHeadMs ?? 0) / 1000).toFixed(1)}`;
   console.log(`round ${round} ${path}: ${result.outputTokS.toFixed(1)} tok/s in ${result.seconds.toFixed(1)} s\n  prefill ${s(phases.prefillSteps)}\n  decode  ${s(phases.decodeSteps)}`);
   return { path, round, result, phases };
 }

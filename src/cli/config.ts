@@ -74,13 +74,8 @@ function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
   throw new UsageError(`--device must be auto, cpu or cuda, got ${v}`);
 }
 
-/** --dtype: auto means float32 (fp32-grade results, the reference's). */
-function dtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' {
-  return kvDtype(flag, v) ?? 'float32';
-}
-
-/** --kv-cache-dtype: auto (undefined) follows --quantization (resolveKvCacheDtype, sidecar/engine/plan.ts). */
-function kvDtype(flag: string, v: string | undefined): 'float32' | 'bfloat16' | undefined {
+/** --dtype / --kv-cache-dtype: float32 or bfloat16, or undefined for auto. */
+function dtypeOrAuto(flag: string, v: string | undefined): 'float32' | 'bfloat16' | undefined {
   if (v === undefined || v === 'auto') return undefined;
   if (v === 'float32' || v === 'bfloat16') return v;
   throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}`);
@@ -215,8 +210,10 @@ export function buildConfig(args: ParsedArgs): Config {
       memoryUtilization: util,
       device: device(str('device')),
       enforceEager: (f['enforce-eager'] as boolean | undefined) ?? false,
-      precise: dtype('dtype', str('dtype')) !== 'bfloat16',
-      kvCacheDtype: kvDtype('kv-cache-dtype', str('kv-cache-dtype')),
+      // --dtype auto is float32 (fp32-grade results, the reference's).
+      precise: dtypeOrAuto('dtype', str('dtype')) !== 'bfloat16',
+      // --kv-cache-dtype auto is the plan's choice (resolveKvCacheDtype, sidecar/engine/plan.ts).
+      kvCacheDtype: dtypeOrAuto('kv-cache-dtype', str('kv-cache-dtype')),
       quantization: quantization(str('quantization')),
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       lmHeadPrecise: lmHeadPrecise(str('lm-head-planes')),
