@@ -178,7 +178,7 @@ async function load(opts: SidecarOptions, deps: SidecarDeps, backend: LoadingBac
   const cacheConfig = {
     block_size: String(plan.blockSize),
     num_gpu_blocks: String(plan.kvBlocks),
-    cache_dtype: plan.load.kvCacheDtype ?? 'float32',
+    cache_dtype: plan.load.kvCacheDtype,
     enable_prefix_caching: String(opts.engine.enablePrefixCaching ?? true),
   };
   const poolSize = opts.tokenizerPoolSize ?? 1;
