@@ -78,7 +78,11 @@ function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
 function dtypeOrAuto(flag: string, v: string | undefined): 'float32' | 'bfloat16' | undefined {
   if (v === undefined || v === 'auto') return undefined;
   if (v === 'float32' || v === 'bfloat16') return v;
-  throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}`);
+  // vLLM users bring fp8 (and llama.cpp users q8_0): say why no 8-bit cache is offered.
+  // bench/README.md, "Why the Zen 5 wave stays at 2x": an int8 cache measured on formula-0.3b.
+  const eightBit = flag === 'kv-cache-dtype' && /^(fp8|int8|q8)/i.test(v);
+  const why = eightBit ? ' (no 8-bit KV cache: on ERNIE-4.5 it leaves the reference\'s greedy tokens within a few steps; bfloat16 halves the cache instead)' : '';
+  throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}${why}`);
 }
 
 /** --quantization: none, or int8 under its own name or vLLM's w8a8. */

@@ -97,7 +97,9 @@ describe('buildConfig', () => {
     expect(cfg(['--kv-cache-dtype', 'auto']).sidecar).toMatchObject({ kvCacheDtype: undefined });
     expect(cfg(['--dtype', 'bfloat16', '--kv-cache-dtype', 'bfloat16']).sidecar).toMatchObject({ precise: false, kvCacheDtype: 'bfloat16' });
     expect(cfg(['--dtype', 'auto', '--kv-cache-dtype', 'float32']).sidecar).toMatchObject({ precise: true, kvCacheDtype: 'float32' });
-    expect(usage(() => cfg(['--kv-cache-dtype', 'fp8']))).toMatch(/--kv-cache-dtype must be auto, float32 or bfloat16, got fp8/);
+    expect(usage(() => cfg(['--kv-cache-dtype', 'fp8']))).toMatch(/--kv-cache-dtype must be auto, float32 or bfloat16, got fp8 \(no 8-bit KV cache: .*bfloat16 halves the cache/);
+    expect(usage(() => cfg(['--kv-cache-dtype', 'q8_0']))).toMatch(/got q8_0 \(no 8-bit KV cache/);
+    expect(usage(() => cfg(['--kv-cache-dtype', 'half']))).toMatch(/got half$/);
     expect(usage(() => cfg(['--dtype', 'half']))).toMatch(/--dtype must be/);
   });
 
