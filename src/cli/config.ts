@@ -74,15 +74,20 @@ function device(v: string | undefined): 'auto' | 'cpu' | 'cuda' {
   throw new UsageError(`--device must be auto, cpu or cuda, got ${v}`);
 }
 
-/** --dtype / --kv-cache-dtype: float32 or bfloat16, or undefined for auto. */
-function dtypeOrAuto(flag: string, v: string | undefined): 'float32' | 'bfloat16' | undefined {
+/** --dtype / --kv-cache-dtype: float32 or bfloat16, or undefined for auto. `why`: appended to the refusal. */
+function dtypeOrAuto(flag: string, v: string | undefined, why = ''): 'float32' | 'bfloat16' | undefined {
   if (v === undefined || v === 'auto') return undefined;
   if (v === 'float32' || v === 'bfloat16') return v;
-  // vLLM users bring fp8 (and llama.cpp users q8_0): say why no 8-bit cache is offered.
-  // bench/README.md, "Why the Zen 5 wave stays at 2x": an int8 cache measured on formula-0.3b.
-  const eightBit = flag === 'kv-cache-dtype' && /^(fp8|int8|q8)/i.test(v);
-  const why = eightBit ? ' (no 8-bit KV cache: on ERNIE-4.5 it leaves the reference\'s greedy tokens within a few steps; bfloat16 halves the cache instead)' : '';
   throw new UsageError(`--${flag} must be auto, float32 or bfloat16, got ${v}${why}`);
+}
+
+/**
+ * --kv-cache-dtype: vLLM users bring fp8 (llama.cpp users q8_0), so an 8-bit name is told why there is
+ * none (an int8 cache measured on formula-0.3b: bench/README.md, "Why the Zen 5 wave stays at 2x").
+ */
+function kvCacheDtype(v: string | undefined): 'float32' | 'bfloat16' | undefined {
+  const eightBit = v !== undefined && /^(fp8|int8|q8)/i.test(v);
+  return dtypeOrAuto('kv-cache-dtype', v, eightBit ? " (no 8-bit KV cache: on ERNIE-4.5 it leaves the reference's greedy tokens within a few steps; bfloat16 halves the cache instead)" : '');
 }
 
 /** --quantization: none, or int8 under its own name or vLLM's w8a8. */
@@ -217,7 +222,7 @@ export function buildConfig(args: ParsedArgs): Config {
       // --dtype auto is float32 (fp32-grade results, the reference's).
       precise: dtypeOrAuto('dtype', str('dtype')) !== 'bfloat16',
       // --kv-cache-dtype auto is the plan's choice (resolveKvCacheDtype, sidecar/engine/plan.ts).
-      kvCacheDtype: dtypeOrAuto('kv-cache-dtype', str('kv-cache-dtype')),
+      kvCacheDtype: kvCacheDtype(str('kv-cache-dtype')),
       quantization: quantization(str('quantization')),
       lmHeadInt8: lmHeadInt8(str('lm-head-dtype')),
       lmHeadPrecise: lmHeadPrecise(str('lm-head-planes')),
