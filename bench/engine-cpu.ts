@@ -26,7 +26,7 @@ import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
 import { kernelNames, loadModel } from '../src/sidecar/model/load.js';
 import { native } from '../src/sidecar/native.js';
 import { engineAccuracy, formulaGolden, type PromptAccuracy } from './engine/accuracy.js';
-import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
+import { engineRun, formatPhases, openBenchEngine, type RunResult } from './engine/batching.js';
 import { cpuPaths, type CpuPath } from './engine/cpu-paths.js';
 import { watchHostLoad, type HostLoad } from './engine/host-load.js';
 import { singleStream } from './engine/single-stream.js';
@@ -93,12 +93,7 @@ const save = () => writeFile(out, JSON.stringify(result(), null, 1) + '\n'); // 
 const late = (what: string) => Date.now() > deadline && (skipped.push(what), console.log(`skipped ${what}: past --budget-s`), true);
 const tokS = (r: RunResult) => `${r.outputTokS.toFixed(1)} tok/s (TTFT p50 ${(r.ttftMs.p50 / 1000).toFixed(1)} s)`;
 /** A run's wall time by phase (s), from the runner's profile. */
-const phases = (r: Batched) => {
-  const p = r.profileMs;
-  if (!p) return '';
-  const s = (ms = 0) => (ms / 1000).toFixed(1);
-  return `\n    ${p.steps} steps: GEMMs ${s(p.gemmMs)} s, attention ${s(p.attentionMs)}, LM head ${s(p.lmHeadMs)}, other ${s(p.otherMs)} of ${r.seconds.toFixed(1)}`;
-};
+const phases = (r: Batched) => (r.profileMs ? `\n    ${formatPhases(r.profileMs)} of ${r.seconds.toFixed(1)}` : '');
 const limit = (r: Batched) => (r.computeLimitTokS ? `, limit ${r.computeLimitTokS.toFixed(0)}` : '');
 
 /** Our path at `threads`: single stream (+ accuracy and the batched rows at the largest thread count). */

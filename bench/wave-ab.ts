@@ -9,8 +9,9 @@
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { ensureFormulaCheckpoint } from '../src/sidecar/model/default-model.js';
+import type { StepOutput } from '../src/sidecar/engine/native-engine.js';
 import { native, type CpuProfile } from '../src/sidecar/native.js';
-import { engineRun, openBenchEngine, type RunResult } from './engine/batching.js';
+import { engineRun, formatPhases, openBenchEngine, type RunResult } from './engine/batching.js';
 import { cpuPaths } from './engine/cpu-paths.js';
 import { watchHostLoad } from './engine/host-load.js';
 import { profileDelta } from './engine/single-stream.js';
@@ -50,7 +51,7 @@ async function wave(path: string, round: number): Promise<Wave> {
   let prev: CpuProfile | undefined;
   // At each step callback (the engine publishes its stats before it calls back), the profile's change
   // since the last one: one step's when a single step ran between them, which the step's rows place.
-  const observe = (f: (o: never[]) => void) => (outs: never[]) => {
+  const observe = (f: (o: StepOutput[]) => void) => (outs: StepOutput[]) => {
     const { profile: p, lastStepSeqs } = engine.stats();
     if (p && prev) {
       const steps = p.steps - prev.steps, tokens = p.tokens - prev.tokens;
@@ -63,10 +64,9 @@ async function wave(path: string, round: number): Promise<Wave> {
     prev = p;
     f(outs);
   };
-  const result = await engineRun(engine, (f) => setSink(observe(f as never) as never), sideBySideWorkload(concurrency, false), concurrency, `random wave, ${concurrency} streams`, kvBlockBytes, nextIds(concurrency));
+  const result = await engineRun(engine, (f) => setSink(observe(f)), sideBySideWorkload(concurrency, false), concurrency, `random wave, ${concurrency} streams`, kvBlockBytes, nextIds(concurrency));
   await engine.close();
-  const s = (p: Phases) => `${p.steps} steps: GEMMs ${((p.gemmMs ?? 0) / 1000).toFixed(1)} s, attention ${((p.attentionMs ?? 0) / 1000).toFixed(1)}, LM head ${((p.lmHeadMs ?? 0) / 1000).toFixed(1)}`;
-  console.log(`round ${round} ${path}: ${result.outputTokS.toFixed(1)} tok/s in ${result.seconds.toFixed(1)} s\n  prefill ${s(phases.prefillSteps)}\n  decode  ${s(phases.decodeSteps)}`);
+  console.log(`round ${round} ${path}: ${result.outputTokS.toFixed(1)} tok/s in ${result.seconds.toFixed(1)} s\n  prefill ${formatPhases(phases.prefillSteps)}\n  decode  ${formatPhases(phases.decodeSteps)}`);
   return { path, round, result, phases };
 }
 

@@ -55,6 +55,12 @@ export interface RunResult {
   profileMs?: Partial<CpuProfile> & { steps: number; tokens: number };
 }
 
+/** One line of a run's runner time by phase, in seconds (RunResult.profileMs or a sum of steps' deltas). */
+export function formatPhases(p: Partial<CpuProfile> & { steps: number }): string {
+  const s = (ms = 0) => (ms / 1000).toFixed(1);
+  return `${p.steps} steps: GEMMs ${s(p.gemmMs)} s, attention ${s(p.attentionMs)}, LM head ${s(p.lmHeadMs)}, other ${s(p.otherMs)}`;
+}
+
 function pct(xs: number[], p: number): number {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
